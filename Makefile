@@ -1,0 +1,65 @@
+# sparkops.specdec: `make demo` runs the main job on the lab, `make test` runs every test.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+PYTHON ?= python3
+VENV := $(CURDIR)/.venv
+BIN := $(VENV)/bin
+COLL := $(CURDIR)/.build/collections
+LINK := $(COLL)/ansible_collections/sparkops/specdec
+SANITY := $(CURDIR)/.build/sanity/ansible_collections/sparkops/specdec
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export PATH := $(BIN):$(PATH)
+export PYTHONPATH := $(COLL)
+PLAYBOOK := $(BIN)/ansible-playbook
+LAB_INV := inventories/lab/hosts.yml
+
+.PHONY: help deps venv link host-deps lab-up lab-down demo test lint sanity units molecule clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+$(BIN)/ansible-playbook: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.txt
+	touch $@
+
+venv: $(BIN)/ansible-playbook  ## create .venv with requirements.txt
+
+link:
+	@mkdir -p $(dir $(LINK))
+	@ln -sfn $(CURDIR) $(LINK)
+
+deps: venv link  ## Python venv + collections (from the ansible package, else Galaxy)
+	@for c in community.docker ansible.posix ansible.utils community.general; do \
+	  $(BIN)/ansible-galaxy collection list $$c >/dev/null 2>&1 || need=1; done; \
+	if [ -n "$$need" ]; then $(BIN)/ansible-galaxy collection install -r requirements.yml -p $(COLL); fi
+
+host-deps:  ## Docker engine and debootstrap on this machine (Debian/Ubuntu, as root)
+	@bash tests/lab/host-deps.sh
+
+lab-up: deps host-deps  ## bring up the lab: two simulated Sparks and a HF-compatible hub
+	$(PLAYBOOK) tests/lab/up.yml
+
+lab-down: deps  ## remove the lab containers, volumes and networks
+	$(PLAYBOOK) tests/lab/down.yml
+
+demo: lab-up  ## run the main job (two_sparks.yml) on the lab and print a chat completion
+	$(PLAYBOOK) -i $(LAB_INV) playbooks/two_sparks.yml
+
+lint: deps  ## ansible-lint, production profile
+	$(BIN)/ansible-lint
+
+sanity: deps  ## ansible-test sanity on a copy of the collection
+	@bash tests/sanity/run.sh "$(SANITY)"
+
+units: deps  ## pytest unit tests
+	$(BIN)/python -m pytest -q tests/unit
+
+molecule: lab-up  ## Molecule scenarios on the lab (single node, two nodes)
+	cd $(CURDIR) && $(BIN)/molecule test --all
+
+test: lint sanity units molecule  ## everything CI runs
+
+clean: lab-down  ## remove the lab and build products (keeps downloaded nothing else)
+	rm -rf .build .lab

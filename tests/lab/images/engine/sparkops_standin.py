@@ -1,0 +1,1362 @@
+"""sparkops lab STAND-IN for TensorRT-LLM's ``trtllm-serve`` (NOT TensorRT-LLM).
+
+This module backs the ``trtllm-serve`` and ``trtllm-llmapi-launch`` stand-in
+scripts of the sparkops.specdec test lab image.  It does not load or run any
+model and it never reports a speed, latency or acceptance figure.  What it does
+is behave like the command line and HTTP surface of ``trtllm-serve`` from
+TensorRT-LLM 1.3.0rc12 closely enough that the collection's roles can be tested
+end to end without a GPU:
+
+* the click command line of ``tensorrt_llm/commands/serve.py`` (same option
+  names and aliases; unknown options are usage errors, exit status 2);
+* strict validation of the ``--extra_llm_api_options``/``--config`` YAML for the
+  subset of ``TorchLlmArgs`` used by the DGX Spark runbooks, with pydantic-like
+  messages such as ``speculative_config.max_draf_len: Extra inputs are not
+  permitted``.  The YAML is applied over the command line as trtllm-serve does
+  (shallow merge: a YAML ``kv_cache_config`` replaces the command-line one);
+* the target model must already be on disk (a local directory with
+  ``config.json`` or an HF repo id in the HF hub cache); nothing is downloaded;
+* multi-node: under ``mpirun`` every rank checks its own view (models present,
+  identical configuration) and the world size must equal tp_size x pp_size.
+  Rank 0 serves HTTP, the other ranks idle until rank 0 shuts down;
+* readiness: the socket is bound at start but NOT listening during the
+  simulated load (``SPARKOPS_STANDIN_LOAD_SECONDS``, default 1), so ``/health``
+  gets *connection refused* until the server is up, then ``200``.  The readiness
+  log lines of the real server are printed ("Application startup complete.",
+  "Uvicorn running on ...").
+
+Exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 1 for configuration or
+environment errors, 2 for command-line usage errors.
+
+Runtime: Debian bookworm ``python3`` with ``python3-yaml``; ``python3-mpi4py`` and
+``openmpi-bin`` for multi-rank runs.  No third-party pip packages.
+"""
+
+import difflib
+import hashlib
+import json
+import os
+import re
+import signal
+import socket
+import socketserver
+import sys
+import threading
+import time
+import uuid
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+try:  # python3-yaml
+    import yaml
+except ImportError:  # pragma: no cover - reported at run time
+    yaml = None
+
+IMAGE_TRTLLM_VERSION = "1.3.0rc12"
+STANDIN_VERSION = IMAGE_TRTLLM_VERSION + "-sparkops-lab-standin"
+OWNER = "sparkops-lab-standin"
+FINGERPRINT = "sparkops-lab-standin"
+BANNER = ("[sparkops-lab] THIS IS A STAND-IN FOR trtllm-serve, NOT TensorRT-LLM: "
+          "no model is loaded or run")
+TAG = "[sparkops-lab]"
+LOAD_SECONDS_ENV = "SPARKOPS_STANDIN_LOAD_SECONDS"
+PROG = "trtllm-serve"
+
+# MPI tags for rank 0 -> worker messages.
+_TAG_SHUTDOWN = 7301
+
+
+class UsageError(Exception):
+    """A click-style usage error (exit status 2)."""
+
+    def __init__(self, message, command="serve"):
+        super().__init__(message)
+        self.message = message
+        self.command = command
+
+
+class StandinError(Exception):
+    """A configuration or environment error (exit status 1)."""
+
+
+def _out(line=""):
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def _err(line=""):
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+# ---------------------------------------------------------------------------
+# Command line (mirrors the click command `serve` of TensorRT-LLM)
+# ---------------------------------------------------------------------------
+
+class Opt:
+    def __init__(self, names, dest, kind, default=None, choices=None,
+                 aliases=None, metavar=None, help=""):
+        self.names = names
+        self.dest = dest
+        self.kind = kind  # int | float | str | flag | choice
+        self.default = default
+        self.choices = choices
+        self.aliases = aliases or {}
+        self.metavar = metavar
+        self.help = help
+
+
+LOG_LEVELS = ["internal_error", "error", "warning", "info", "verbose", "debug",
+              "trace"]
+
+SERVE_OPTIONS = [
+    Opt(["--tokenizer"], "tokenizer", "str", help="Path | Name of the tokenizer."),
+    Opt(["--host"], "host", "str", "localhost", help="Hostname of the server."),
+    Opt(["--port"], "port", "int", 8000, help="Port of the server."),
+    Opt(["--backend"], "backend", "choice", "pytorch",
+        choices=["pytorch", "tensorrt", "_autodeploy"], aliases={"trt": "tensorrt"},
+        help="The backend to use to serve the model. Default is pytorch backend."),
+    Opt(["--log_level"], "log_level", "choice", "info", choices=LOG_LEVELS,
+        help="The logging level."),
+    Opt(["--max_beam_width"], "max_beam_width", "int", 1,
+        help="Maximum number of beams for beam search decoding."),
+    Opt(["--max_batch_size"], "max_batch_size", "int", 2048,
+        help="Maximum number of requests that the engine can schedule."),
+    Opt(["--max_num_tokens"], "max_num_tokens", "int", 8192,
+        help="Maximum number of batched input tokens after padding is removed in each batch."),
+    Opt(["--max_seq_len"], "max_seq_len", "int", None,
+        help="Maximum total length of one request, including prompt and outputs."),
+    Opt(["--tensor_parallel_size", "--tp_size"], "tensor_parallel_size", "int", 1,
+        help="Tensor parallelism size."),
+    Opt(["--pipeline_parallel_size", "--pp_size"], "pipeline_parallel_size", "int", 1,
+        help="Pipeline parallelism size."),
+    Opt(["--moe_expert_parallel_size", "--ep_size"], "moe_expert_parallel_size", "int",
+        None, help="expert parallelism size"),
+    Opt(["--gpus_per_node"], "gpus_per_node", "int", None,
+        help="Number of GPUs per node (the stand-in ignores it)."),
+    Opt(["--free_gpu_memory_fraction", "--kv_cache_free_gpu_memory_fraction"],
+        "free_gpu_memory_fraction", "float", 0.9,
+        help="Free GPU memory fraction reserved for KV Cache."),
+    Opt(["--num_postprocess_workers"], "num_postprocess_workers", "int", 0,
+        help="Number of workers to postprocess raw responses."),
+    Opt(["--trust_remote_code"], "trust_remote_code", "flag", False,
+        help="Flag for HF transformers."),
+    Opt(["--revision"], "revision", "str",
+        help="The revision to use for the HuggingFace model (branch name, tag name, or commit id)."),
+    Opt(["--config", "--extra_llm_api_options"], "extra_llm_api_options", "str",
+        help="Path to a YAML file that overwrites the parameters specified by trtllm-serve."),
+    Opt(["--reasoning_parser"], "reasoning_parser", "str",
+        help="Specify the parser for reasoning models (not checked by the stand-in)."),
+    Opt(["--tool_parser"], "tool_parser", "str",
+        help="Specify the parser for tool models (not checked by the stand-in)."),
+    Opt(["--chat_template"], "chat_template", "str",
+        help="Specify a custom chat template (accepted, not used by the stand-in)."),
+    Opt(["--enable_chunked_prefill"], "enable_chunked_prefill", "flag", False,
+        help="Enable chunked prefill"),
+]
+
+# Options of the real command that the stand-in deliberately does not model.
+NOT_MODELLED_OPTIONS = [
+    "--custom_tokenizer", "--custom_module_dirs", "--context_parallel_size",
+    "--cp_size", "--moe_cluster_parallel_size", "--cluster_size",
+    "--metadata_server_config_file", "--server_role",
+    "--fail_fast_on_attention_window_too_large", "--otlp_traces_endpoint",
+    "--disagg_cluster_uri", "--media_io_kwargs",
+]
+NOT_MODELLED_COMMANDS = ["grpc", "disaggregated", "disaggregated_mpi_worker",
+                         "mm_embedding_serve"]
+
+_OPT_BY_NAME = {name: o for o in SERVE_OPTIONS for name in o.names}
+
+
+def _usage_text(command="serve"):
+    if command is None:
+        return (f"Usage: {PROG} [OPTIONS] COMMAND [ARGS]...\n"
+                f"Try '{PROG} --help' for help.\n")
+    return (f"Usage: {PROG} {command} [OPTIONS] MODEL\n"
+            f"Try '{PROG} {command} --help' for help.\n")
+
+
+def serve_help():
+    lines = [f"Usage: {PROG} serve [OPTIONS] MODEL", "",
+             "  Running an OpenAI API compatible server", "",
+             "  MODEL: model name | HF checkpoint path | TensorRT engine path", "",
+             "  " + BANNER, "",
+             "Options:"]
+    for o in SERVE_OPTIONS:
+        names = ", ".join(o.names)
+        if o.kind == "int":
+            names += " INTEGER"
+        elif o.kind == "float":
+            names += " FLOAT"
+        elif o.kind == "str":
+            names += " TEXT"
+        elif o.kind == "choice":
+            names += " [" + "|".join(o.choices) + "]"
+        extra = ""
+        if o.default not in (None, False):
+            extra = f"  [default: {o.default}]"
+        lines.append(f"  {names}")
+        lines.append(f"      {o.help}{extra}")
+    lines.append("  --help  Show this message and exit.")
+    return "\n".join(lines) + "\n"
+
+
+def group_help():
+    return (f"Usage: {PROG} [OPTIONS] COMMAND [ARGS]...\n\n"
+            f"  {BANNER}\n\n"
+            "Options:\n  --help  Show this message and exit.\n\n"
+            "Commands:\n  serve  Running an OpenAI API compatible server "
+            "(default command: `trtllm-serve MODEL ...` means `serve`)\n")
+
+
+def _convert(opt, raw):
+    name = opt.names[0]
+    if opt.kind == "int":
+        try:
+            return int(raw.strip(), 10)
+        except ValueError:
+            raise UsageError(f"Invalid value for '{name}': '{raw}' is not a valid integer.")
+    if opt.kind == "float":
+        try:
+            return float(raw.strip())
+        except ValueError:
+            raise UsageError(f"Invalid value for '{name}': '{raw}' is not a valid float.")
+    if opt.kind == "choice":
+        value = opt.aliases.get(raw, raw)
+        if value not in opt.choices:
+            choices = ", ".join(f"'{c}'" for c in opt.choices)
+            raise UsageError(f"Invalid value for '{name}': '{raw}' is not one of {choices}.")
+        return value
+    return raw
+
+
+def parse_serve_args(argv):
+    """Parse `trtllm-serve [serve] MODEL [OPTIONS]` like click does.
+
+    Returns (model, options dict with defaults applied, set of dests given on
+    the command line).  Raises UsageError, or SystemExit(0) after --help.
+    """
+    argv = list(argv)
+    if not argv:
+        raise UsageError("Missing command.", command=None)
+    if argv[0] == "--help":
+        sys.stdout.write(group_help())
+        raise SystemExit(0)
+    if argv[0] in NOT_MODELLED_COMMANDS:
+        raise UsageError(f"The '{argv[0]}' command of trtllm-serve is not modelled by "
+                         "the sparkops lab stand-in (only `serve`).", command=None)
+    if argv[0] == "serve":
+        argv = argv[1:]
+
+    values = {}
+    given = set()
+    positionals = []
+    i = 0
+    only_positional = False
+    while i < len(argv):
+        tok = argv[i]
+        i += 1
+        if only_positional or not tok.startswith("-") or tok == "-":
+            positionals.append(tok)
+            continue
+        if tok == "--":
+            only_positional = True
+            continue
+        if tok == "--help":
+            sys.stdout.write(serve_help())
+            raise SystemExit(0)
+        name, eq, inline = tok.partition("=")
+        opt = _OPT_BY_NAME.get(name)
+        if opt is None:
+            if name in NOT_MODELLED_OPTIONS:
+                raise UsageError(f"Option '{name}' is not modelled by the sparkops lab "
+                                 "stand-in (it may exist in the real trtllm-serve).")
+            msg = f"No such option: {name}"
+            close = difflib.get_close_matches(name, list(_OPT_BY_NAME), n=3, cutoff=0.7)
+            if len(close) == 1:
+                msg += f" Did you mean {close[0]}?"
+            elif close:
+                msg += " (Possible options: " + ", ".join(sorted(close)) + ")"
+            raise UsageError(msg)
+        if opt.kind == "flag":
+            if eq:
+                raise UsageError(f"Option '{name}' does not take a value.")
+            values[opt.dest] = True
+        else:
+            if eq:
+                raw = inline
+            else:
+                if i >= len(argv):
+                    raise UsageError(f"Option '{name}' requires an argument.")
+                raw = argv[i]
+                i += 1
+            values[opt.dest] = _convert(opt, raw)
+        given.add(opt.dest)
+
+    if not positionals:
+        raise UsageError("Missing argument 'MODEL'.")
+    if len(positionals) > 1:
+        extra = " ".join(positionals[1:])
+        word = "argument" if len(positionals) == 2 else "arguments"
+        raise UsageError(f"Got unexpected extra {word} ({extra})")
+    opts = {o.dest: o.default for o in SERVE_OPTIONS}
+    opts.update(values)
+    return positionals[0], opts, given
+
+
+# ---------------------------------------------------------------------------
+# Extra LLM API options YAML (strict, pydantic-like)
+# ---------------------------------------------------------------------------
+
+class _V:
+    """Collects pydantic-like validation errors."""
+
+    def __init__(self):
+        self.errors = []
+
+    def add(self, loc, msg, etype, value=None, has_value=True):
+        path = ".".join(str(p) for p in loc) if loc else "(root)"
+        detail = f"[type={etype}"
+        if has_value:
+            r = repr(value)
+            if len(r) > 60:
+                r = r[:57] + "..."
+            detail += f", input_value={r}, input_type={type(value).__name__}"
+        detail += "]"
+        self.errors.append(f"{path}: {msg} {detail}")
+
+
+_TRUE = {"1", "on", "t", "true", "y", "yes"}
+_FALSE = {"0", "off", "f", "false", "n", "no"}
+
+
+def _c_int(v, loc, val):
+    """pydantic v2 lax int."""
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int):
+        return v
+    if isinstance(v, float):
+        if v.is_integer():
+            return int(v)
+        val.add(loc, "Input should be a valid integer, got a number with a fractional part",
+                "int_from_float", v)
+        return None
+    if isinstance(v, str):
+        try:
+            return int(v.strip(), 10)
+        except ValueError:
+            val.add(loc, "Input should be a valid integer, unable to parse string as an integer",
+                    "int_parsing", v)
+            return None
+    val.add(loc, "Input should be a valid integer", "int_type", v)
+    return None
+
+
+def _c_float(v, loc, val):
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)):
+        return float(v)
+    if isinstance(v, str):
+        try:
+            return float(v.strip())
+        except ValueError:
+            val.add(loc, "Input should be a valid number, unable to parse string as a number",
+                    "float_parsing", v)
+            return None
+    val.add(loc, "Input should be a valid number", "float_type", v)
+    return None
+
+
+def _c_bool(v, loc, val):
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, (int, float)) and v in (0, 1):
+        return bool(v)
+    if isinstance(v, str) and v.strip().lower() in _TRUE | _FALSE:
+        return v.strip().lower() in _TRUE
+    if isinstance(v, (int, float, str)):
+        val.add(loc, "Input should be a valid boolean, unable to interpret input",
+                "bool_parsing", v)
+    else:
+        val.add(loc, "Input should be a valid boolean", "bool_type", v)
+    return None
+
+
+def _c_str(v, loc, val):
+    if isinstance(v, str):
+        return v
+    val.add(loc, "Input should be a valid string", "string_type", v)
+    return None
+
+
+class ListOf:
+    def __init__(self, item):
+        self.item = item
+
+
+class Model:
+    def __init__(self, name, fields):
+        self.name = name
+        self.fields = fields  # key -> (type, optional)
+
+
+INT, FLOAT, BOOL, STR = "int", "float", "bool", "str"
+_SCALARS = {INT: _c_int, FLOAT: _c_float, BOOL: _c_bool, STR: _c_str}
+
+
+def _check(spec, v, loc, val):
+    optional = False
+    if isinstance(spec, tuple):
+        spec, optional = spec
+    if v is None:
+        if optional:
+            return None
+        if spec in _SCALARS:
+            name = {INT: "integer", FLOAT: "number", BOOL: "boolean", STR: "string"}[spec]
+            val.add(loc, f"Input should be a valid {name}", f"{spec}_type".replace("str_", "string_"), v)
+        elif isinstance(spec, ListOf):
+            val.add(loc, "Input should be a valid list", "list_type", v)
+        else:
+            val.add(loc, f"Input should be a valid dictionary or instance of {spec.name}",
+                    "model_type", v)
+        return None
+    if spec in _SCALARS:
+        return _SCALARS[spec](v, loc, val)
+    if isinstance(spec, ListOf):
+        if not isinstance(v, (list, tuple)):
+            val.add(loc, "Input should be a valid list", "list_type", v)
+            return None
+        return [_check(spec.item, x, loc + [i], val) for i, x in enumerate(v)]
+    if isinstance(spec, Model):
+        if not isinstance(v, dict):
+            val.add(loc, f"Input should be a valid dictionary or instance of {spec.name}",
+                    "model_type", v)
+            return None
+        out = {}
+        for key, item in v.items():
+            if key not in spec.fields:
+                val.add(loc + [key], "Extra inputs are not permitted", "extra_forbidden", item)
+                continue
+            out[key] = _check(spec.fields[key], item, loc + [key], val)
+        return out
+    raise AssertionError(spec)  # pragma: no cover
+
+
+def _opt(t):
+    return (t, True)
+
+
+KV_CACHE_CONFIG = Model("KvCacheConfig", {
+    "free_gpu_memory_fraction": _opt(FLOAT),
+    "enable_block_reuse": BOOL,
+    "dtype": STR,
+    "max_tokens": _opt(INT),
+})
+CUDA_GRAPH_CONFIG = Model("CudaGraphConfig", {
+    "max_batch_size": INT,
+    "batch_sizes": _opt(ListOf(INT)),
+    "enable_padding": BOOL,
+})
+MOE_CONFIG = Model("MoeConfig", {"backend": STR})
+
+# The subset of TorchLlmArgs (TensorRT-LLM 1.3.0rc12) the stand-in knows.
+TOP_LEVEL = Model("TorchLlmArgs", {
+    "enable_attention_dp": BOOL,
+    "disable_overlap_scheduler": BOOL,
+    "enable_autotuner": BOOL,
+    "enable_chunked_prefill": BOOL,
+    "print_iter_log": BOOL,
+    "enable_iter_perf_stats": BOOL,
+    "stream_interval": INT,
+    "num_postprocess_workers": INT,
+    "trust_remote_code": BOOL,
+    "max_batch_size": _opt(INT),
+    "max_num_tokens": _opt(INT),
+    "max_seq_len": _opt(INT),
+    "max_beam_width": _opt(INT),
+    "tensor_parallel_size": INT,
+    "pipeline_parallel_size": INT,
+    "moe_expert_parallel_size": _opt(INT),
+    "gpus_per_node": _opt(INT),
+    "moe_config": _opt(MOE_CONFIG),
+    "cuda_graph_config": _opt(CUDA_GRAPH_CONFIG),
+    "kv_cache_config": _opt(KV_CACHE_CONFIG),
+    "speculative_config": None,  # validated by _check_speculative
+})
+
+_DECODING_BASE = {"max_draft_len": INT, "speculative_model_dir": STR,
+                  "max_total_draft_tokens": _opt(INT)}
+SPEC_CONFIGS = {
+    "Eagle": Model("EagleDecodingConfig", dict(_DECODING_BASE, eagle3_one_model=BOOL)),
+    "DraftTarget": Model("DraftTargetDecodingConfig", dict(_DECODING_BASE)),
+    "NGram": Model("NGramDecodingConfig", dict(
+        _DECODING_BASE, max_matching_ngram_size=INT, is_keep_all=BOOL,
+        is_use_oldest=BOOL, is_public_pool=BOOL)),
+}
+SPEC_NEEDS_DRAFT = {"Eagle", "DraftTarget"}
+# decoding_type values the real 1.3.0rc12 dispatcher knows but the stand-in does not model.
+SPEC_REAL_NOT_MODELLED = ["MTP", "Medusa", "Lookahead", "UserProvided", "AUTO"]
+# Backends each decoding type supports (TensorRT-LLM `supports_backend`).
+SPEC_BACKENDS = {"DraftTarget": {"pytorch"}, "NGram": {"pytorch"}}
+
+# YAML key -> CLI dest, for "set in both places" warnings and effective values.
+YAML_OVER_CLI = ["max_batch_size", "max_num_tokens", "max_seq_len", "max_beam_width",
+                 "tensor_parallel_size", "pipeline_parallel_size",
+                 "moe_expert_parallel_size", "gpus_per_node", "num_postprocess_workers",
+                 "trust_remote_code", "enable_chunked_prefill"]
+KV_FRACTION_DEFAULT = 0.9
+
+
+def _check_speculative(raw, val):
+    loc = ["speculative_config"]
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        val.add(loc, "Input should be a valid dictionary or instance of DecodingBaseConfig",
+                "model_type", raw)
+        return None
+    dtype = raw.get("decoding_type")
+    if dtype not in SPEC_CONFIGS:
+        known = ", ".join(list(SPEC_CONFIGS) + SPEC_REAL_NOT_MODELLED)
+        if dtype in SPEC_REAL_NOT_MODELLED:
+            msg = (f"Value error, decoding type {dtype} is valid in TensorRT-LLM "
+                   f"{IMAGE_TRTLLM_VERSION} but not modelled by the sparkops lab stand-in "
+                   f"(modelled: {', '.join(SPEC_CONFIGS)})")
+        else:
+            msg = (f"Value error, Invalid decoding type: {dtype}. "
+                   f"'{dtype}' is not known to this image version (TensorRT-LLM "
+                   f"{IMAGE_TRTLLM_VERSION}); known decoding types: {known}")
+            if dtype == "Eagle3":
+                msg += (". EAGLE-3 drafts are configured with decoding_type: Eagle "
+                        f"in {IMAGE_TRTLLM_VERSION} (Eagle3 is the spelling of newer releases)")
+        val.add(loc + ["decoding_type"], msg, "value_error", dtype)
+        return None
+    model = SPEC_CONFIGS[dtype]
+    body = {k: v for k, v in raw.items() if k != "decoding_type"}
+    out = _check(model, body, loc, val)
+    if out is None:
+        return None
+    if "max_draft_len" not in raw:
+        val.add(loc + ["max_draft_len"], f"Field required ({dtype})", "missing", has_value=False)
+    elif out.get("max_draft_len") is not None and out["max_draft_len"] <= 0:
+        val.add(loc + ["max_draft_len"],
+                f"Value error, max_draft_len must be > 0, got {out['max_draft_len']}",
+                "value_error", raw["max_draft_len"])
+    if dtype in SPEC_NEEDS_DRAFT and raw.get("speculative_model_dir") in (None, ""):
+        val.add(loc + ["speculative_model_dir"],
+                f"Field required: a draft model directory is required for {dtype}",
+                "missing", has_value=False)
+    out["decoding_type"] = dtype
+    return out
+
+
+def validate_extra_options(data, source="<yaml>"):
+    """Validate a parsed --extra_llm_api_options mapping.
+
+    Returns the normalized (coerced) dict.  Raises StandinError with a
+    pydantic-like message listing every problem.
+    """
+    val = _V()
+    if data is None:
+        raise StandinError(
+            f"{source} is empty: trtllm-serve fails on an empty --extra_llm_api_options "
+            "file (it expects a mapping); put at least one option in it or drop the flag")
+    if not isinstance(data, dict):
+        raise StandinError(
+            f"{source} must contain a YAML mapping of LLM API options, got "
+            f"{type(data).__name__}")
+    top = {k: v for k, v in data.items() if k != "speculative_config"}
+    out = _check(TOP_LEVEL, top, [], val) or {}
+    if "speculative_config" in data:
+        out["speculative_config"] = _check_speculative(data["speculative_config"], val)
+    kv = out.get("kv_cache_config") or {}
+    frac = kv.get("free_gpu_memory_fraction")
+    if frac is not None and not (0.0 < frac <= 1.0):
+        val.add(["kv_cache_config", "free_gpu_memory_fraction"],
+                "Value error, must be a float in (0, 1]", "value_error",
+                data["kv_cache_config"]["free_gpu_memory_fraction"])
+    for key in ("tensor_parallel_size", "pipeline_parallel_size"):
+        if out.get(key) is not None and out[key] < 1:
+            val.add([key], "Value error, must be >= 1", "value_error", data[key])
+    if val.errors:
+        n = len(val.errors)
+        lines = [f"{n} validation error{'s' if n != 1 else ''} for TorchLlmArgs "
+                 f"(in {source})"]
+        lines += ["  " + e for e in val.errors]
+        if any("extra_forbidden" in e for e in val.errors):
+            lines.append(
+                "  (the lab stand-in knows the subset of TorchLlmArgs used by the DGX Spark "
+                f"runbooks; a key valid in the real TensorRT-LLM {IMAGE_TRTLLM_VERSION} "
+                "must be added to TOP_LEVEL/SPEC_CONFIGS in sparkops_standin.py)")
+        raise StandinError("\n".join(lines))
+    return out
+
+
+def load_extra_options(path):
+    if yaml is None:
+        raise StandinError("python3-yaml is not installed: the stand-in needs the Debian "
+                           "package python3-yaml to read --extra_llm_api_options")
+    try:
+        with open(path, "r", encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except FileNotFoundError:
+        raise StandinError(f"--extra_llm_api_options/--config file not found: {path}")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StandinError(f"cannot read --extra_llm_api_options file {path}: {exc}")
+    except yaml.YAMLError as exc:
+        raise StandinError(f"--extra_llm_api_options file {path} is not valid YAML: {exc}")
+    return data
+
+
+def effective_settings(opts, given, extra, source="<yaml>"):
+    """Apply the YAML over the CLI the way trtllm-serve does.
+
+    Returns (settings dict, list of warning strings).
+    """
+    eff = {k: opts[k] for k in opts}
+    warnings = []
+    for key in YAML_OVER_CLI:
+        if key in extra:
+            if key in given:
+                flag = _cli_flag_for(key)
+                warnings.append(
+                    f"{key} is set both on the command line ({flag} {opts[key]}) and in "
+                    f"{source} ({key}: {extra[key]}); the YAML value wins, as in trtllm-serve")
+            eff[key] = extra[key]
+    kv_yaml = extra.get("kv_cache_config")
+    frac = opts["free_gpu_memory_fraction"]
+    if kv_yaml is not None:
+        if "free_gpu_memory_fraction" in kv_yaml:
+            if "free_gpu_memory_fraction" in given:
+                warnings.append(
+                    "the KV cache fraction is set both on the command line "
+                    f"(--kv_cache_free_gpu_memory_fraction {opts['free_gpu_memory_fraction']}) "
+                    f"and in {source} (kv_cache_config.free_gpu_memory_fraction: "
+                    f"{kv_yaml['free_gpu_memory_fraction']}); the YAML value wins, as in "
+                    "trtllm-serve")
+            frac = kv_yaml["free_gpu_memory_fraction"]
+        else:
+            if "free_gpu_memory_fraction" in given and \
+                    opts["free_gpu_memory_fraction"] != KV_FRACTION_DEFAULT:
+                warnings.append(
+                    f"--kv_cache_free_gpu_memory_fraction {opts['free_gpu_memory_fraction']} "
+                    f"is overridden: {source} sets kv_cache_config, which replaces the "
+                    "command-line KV cache config as a whole (trtllm-serve merges the YAML "
+                    "shallowly), so free_gpu_memory_fraction falls back to the default "
+                    f"{KV_FRACTION_DEFAULT}; set it inside kv_cache_config instead")
+            frac = KV_FRACTION_DEFAULT
+    eff["free_gpu_memory_fraction"] = frac
+    eff["speculative_config"] = extra.get("speculative_config")
+    return eff, warnings
+
+
+def _cli_flag_for(dest):
+    for o in SERVE_OPTIONS:
+        if o.dest == dest:
+            return o.names[-1] if len(o.names) > 1 else o.names[0]
+    return "--" + dest
+
+
+# ---------------------------------------------------------------------------
+# Model resolution (never downloads)
+# ---------------------------------------------------------------------------
+
+def hf_hub_cache():
+    if os.environ.get("HF_HUB_CACHE"):
+        return os.environ["HF_HUB_CACHE"], "$HF_HUB_CACHE"
+    if os.environ.get("HUGGINGFACE_HUB_CACHE"):
+        return os.environ["HUGGINGFACE_HUB_CACHE"], "$HUGGINGFACE_HUB_CACHE"
+    if os.environ.get("HF_HOME"):
+        return os.path.join(os.environ["HF_HOME"], "hub"), "$HF_HOME/hub"
+    return os.path.join(os.path.expanduser("~"), ".cache", "huggingface", "hub"), \
+        "~/.cache/huggingface/hub"
+
+
+_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)?$")
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+def resolve_model(model, revision=None):
+    """Return the local directory holding `model`'s config.json, or raise StandinError."""
+    expanded = os.path.expanduser(model)
+    looks_like_path = model.startswith(("/", "./", "../", "~")) or os.path.exists(expanded)
+    if looks_like_path:
+        if not os.path.isdir(expanded):
+            raise StandinError(
+                f"target model directory {expanded} does not exist on {socket.gethostname()}; "
+                "download the model there first (e.g. `hf download ORG/NAME --local-dir "
+                f"{expanded}`) or pass an HF repo id that is in the HF cache")
+        if not os.path.isfile(os.path.join(expanded, "config.json")):
+            raise StandinError(
+                f"target model directory {expanded} has no config.json (searched "
+                f"{os.path.join(expanded, 'config.json')}); it is not a complete HF "
+                "checkpoint: re-run the download")
+        return os.path.abspath(expanded)
+    if not _REPO_ID.match(model):
+        raise StandinError(f"MODEL {model!r} is neither an existing directory nor an HF repo id")
+    cache, how = hf_hub_cache()
+    repo_dir = os.path.join(cache, "models--" + model.replace("/", "--"))
+    rev = revision or "main"
+    searched = []
+    snapshot = None
+    ref_file = os.path.join(repo_dir, "refs", rev)
+    searched.append(ref_file)
+    if os.path.isfile(ref_file):
+        with open(ref_file, "r", encoding="utf-8") as fh:
+            sha = fh.read().strip()
+        snapshot = os.path.join(repo_dir, "snapshots", sha)
+    elif _SHA.match(rev):
+        snapshot = os.path.join(repo_dir, "snapshots", rev)
+    if snapshot is not None:
+        cfg = os.path.join(snapshot, "config.json")
+        searched.append(cfg)
+        if os.path.isfile(cfg):
+            return snapshot
+    raise StandinError(
+        f"target model {model} (revision {rev}) is not in the Hugging Face cache on "
+        f"{socket.gethostname()}: searched {', '.join(searched)} (cache {cache} from {how}). "
+        "The stand-in, like an offline TensorRT-LLM container, never downloads: run "
+        f"`hf download {model}` with HF_HOME/HF_HUB_CACHE pointing at the cache mounted "
+        "into the container, or pass a local model directory")
+
+
+def check_draft(spec):
+    """Return the draft directory (or None when the decoding type has no draft)."""
+    if not spec or spec.get("decoding_type") not in SPEC_NEEDS_DRAFT:
+        return None
+    d = os.path.expanduser(spec["speculative_model_dir"])
+    if not os.path.isdir(d):
+        raise StandinError(
+            f"speculative_config.speculative_model_dir {d} does not exist on "
+            f"{socket.gethostname()}; download the draft model to that directory on every "
+            "node first")
+    if not os.path.isfile(os.path.join(d, "config.json")):
+        raise StandinError(
+            f"speculative_config.speculative_model_dir {d} has no config.json (searched "
+            f"{os.path.join(d, 'config.json')}); the draft checkpoint is incomplete")
+    return os.path.abspath(d)
+
+
+# ---------------------------------------------------------------------------
+# Startup: local checks, then the MPI agreement
+# ---------------------------------------------------------------------------
+
+class Prepared:
+    """Result of the local (per-rank) checks."""
+
+    def __init__(self):
+        self.model = None
+        self.opts = None
+        self.eff = None
+        self.extra = None
+        self.model_path = None
+        self.draft_path = None
+        self.error = None
+        self.exit_code = 0
+        self.digest = None
+        self.warnings = []
+
+
+def prepare(argv):
+    p = Prepared()
+    try:
+        p.model, p.opts, given = parse_serve_args(argv)
+    except UsageError as exc:
+        p.error = _usage_text(exc.command) + "\nError: " + exc.message
+        p.exit_code = 2
+        return p
+    opts = p.opts
+    problems = []
+    if opts["tensor_parallel_size"] < 1 or opts["pipeline_parallel_size"] < 1:
+        problems.append("--tp_size and --pp_size must be >= 1")
+    if not (0.0 < opts["free_gpu_memory_fraction"] <= 1.0):
+        problems.append("--kv_cache_free_gpu_memory_fraction must be a float in (0, 1], got "
+                        f"{opts['free_gpu_memory_fraction']}")
+    if not (0 <= opts["port"] <= 65535):
+        problems.append(f"--port {opts['port']} is not a TCP port")
+    p.extra = {}
+    src = opts["extra_llm_api_options"]
+    try:
+        if src is not None:
+            p.extra = validate_extra_options(load_extra_options(src), source=src)
+    except StandinError as exc:
+        problems.append(str(exc))
+    p.eff, p.warnings = effective_settings(opts, given, p.extra, source=src or "<none>")
+    spec = p.eff.get("speculative_config")
+    if spec and p.eff["backend"] not in SPEC_BACKENDS.get(spec["decoding_type"], {p.eff["backend"]}):
+        problems.append(f"speculative decoding {spec['decoding_type']} supports only the "
+                        f"pytorch backend, not --backend {p.eff['backend']}")
+    if spec and spec["decoding_type"] == "NGram" and spec.get("speculative_model_dir"):
+        p.warnings.append("speculative_config.speculative_model_dir is ignored for NGram")
+    normalized = {"model": p.model, "options": opts, "extra_llm_api_options": p.extra}
+    p.digest = hashlib.sha256(json.dumps(normalized, sort_keys=True, default=str)
+                              .encode()).hexdigest()
+    if not problems:
+        try:
+            p.model_path = resolve_model(p.model, opts["revision"])
+        except StandinError as exc:
+            problems.append(str(exc))
+        try:
+            p.draft_path = check_draft(spec)
+        except StandinError as exc:
+            problems.append(str(exc))
+    if problems:
+        p.error = "\n".join(problems)
+        p.exit_code = 1
+    return p
+
+
+def _under_mpi():
+    return "OMPI_COMM_WORLD_SIZE" in os.environ or "PMIX_RANK" in os.environ
+
+
+class World:
+    def __init__(self, comm=None, rank=0, size=1, hosts=None):
+        self.comm = comm
+        self.rank = rank
+        self.size = size
+        self.hosts = hosts or [socket.gethostname()]
+
+
+def _mpi_world():
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        raise StandinError(
+            "running under mpirun but mpi4py is not importable "
+            f"({exc}); install the Debian package python3-mpi4py")
+    comm = MPI.COMM_WORLD
+    return World(comm, comm.Get_rank(), comm.Get_size())
+
+
+def agree(p, world):
+    """Return (error message or None, exit code).  Collective under MPI."""
+    host = socket.gethostname()
+    mine = {"rank": world.rank, "host": host, "digest": p.digest,
+            "error": p.error, "exit_code": p.exit_code,
+            "target_found": p.model_path is not None,
+            "draft_found": p.draft_path is not None}
+    if world.comm is not None:
+        everyone = world.comm.allgather(mine)
+    else:
+        everyone = [mine]
+    world.hosts = [e["host"] for e in everyone]
+    msgs = []
+    code = 0
+    failed = [e for e in everyone if e["error"]]
+    for e in failed:
+        where = f"rank {e['rank']} ({e['host']})" if world.comm is not None else e["host"]
+        msgs.append(f"{where}: {e['error']}" if world.comm is not None else e["error"])
+        code = max(code, e["exit_code"])
+    if failed:
+        if world.comm is not None and any(e["rank"] != world.rank for e in failed):
+            msgs.append(f"rank {world.rank} ({host}) stops too: all ranks must start together")
+        return "\n".join(msgs), code
+    tp = p.eff["tensor_parallel_size"]
+    pp = p.eff["pipeline_parallel_size"]
+    if world.size != tp * pp:
+        hint = ("start one rank per DGX Spark with mpirun, e.g. `mpirun -np "
+                f"{tp * pp} -H spark-1,spark-2 trtllm-llmapi-launch trtllm-serve ...`"
+                if world.size < tp * pp else
+                f"use --tp_size/--pp_size whose product is the number of MPI ranks ({world.size})")
+        return (f"MPI world size {world.size} does not match tp_size {tp} x pp_size {pp} "
+                f"(= {tp * pp}); {hint}"), 1
+    groups = {}
+    for e in everyone:
+        groups.setdefault(e["digest"], []).append(e)
+    if len(groups) > 1:
+        ref = everyone[0]["digest"]
+
+        def names(entries):
+            return ", ".join(f"rank {e['rank']} ({e['host']})" for e in entries)
+
+        differ = [e for e in everyone if e["digest"] != ref]
+        same = [e for e in everyone if e["digest"] == ref]
+        digests = "; ".join(f"rank {e['rank']} ({e['host']}) sha256 {e['digest'][:12]}"
+                            for e in everyone)
+        return (f"configuration differs between MPI ranks: {names(differ)} differ "
+                f"from {names(same)} ({digests}). Every rank must get the same "
+                "trtllm-serve arguments and the same --extra_llm_api_options YAML "
+                "content"), 1
+    return None, 0
+
+
+# ---------------------------------------------------------------------------
+# HTTP server (rank 0)
+# ---------------------------------------------------------------------------
+
+class ServeState:
+    def __init__(self, p, world):
+        self.model_id = p.model
+        self.model_path = p.model_path
+        self.eff = p.eff
+        self.world = world
+        self.ready = threading.Event()
+        spec = p.eff.get("speculative_config")
+        if spec:
+            parts = [f"decoding_type={spec['decoding_type']}",
+                     f"max_draft_len={spec['max_draft_len']}"]
+            if spec["decoding_type"] == "NGram":
+                parts.append(f"max_matching_ngram_size={spec.get('max_matching_ngram_size', 0)}")
+            else:
+                parts.append(f"draft={p.draft_path}")
+            self.spec_summary = "Speculative decoding configured: " + ", ".join(parts)
+        else:
+            self.spec_summary = "Speculative decoding: not configured"
+        tp = p.eff["tensor_parallel_size"]
+        pp = p.eff["pipeline_parallel_size"]
+        hosts = []
+        for h in world.hosts:
+            if h not in hosts:
+                hosts.append(h)
+        par = f"tp_size={tp}"
+        if pp != 1:
+            par += f", pp_size={pp}"
+        if world.comm is not None:
+            par += (f" over {world.size} MPI rank{'s' if world.size != 1 else ''} on "
+                    f"host{'s' if len(hosts) != 1 else ''} {', '.join(hosts)}")
+        else:
+            par += f" in a single process on host {hosts[0]} (no MPI)"
+        self.parallel_summary = par
+
+    def text_for(self, prompt_text):
+        words = prompt_text.split()
+        snippet = " ".join(words[:8]) + (" ..." if len(words) > 8 else "")
+        snippet = snippet.replace('"', "'")
+        return (f'[sparkops lab stand-in, not TensorRT-LLM] Received "{snippet}". '
+                f"{self.spec_summary}; {self.parallel_summary}.")
+
+
+class HttpError(Exception):
+    def __init__(self, status, message, etype="BadRequestError", param=None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.etype = etype
+        self.param = param
+
+
+def _pieces(text):
+    return re.findall(r"\S+\s*", text)
+
+
+def _count_words(text):
+    return len(text.split())
+
+
+def _content_text(content):
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, dict) and part.get("type") == "text" and \
+                    isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            elif isinstance(part, str):
+                parts.append(part)
+        return " ".join(parts)
+    raise HttpError(400, "messages[].content must be a string or a list of content parts",
+                    param="messages")
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "uvicorn"
+    sys_version = ""
+
+    # uvicorn-style access log on stdout
+    def log_request(self, code="-", size="-"):
+        try:
+            phrase = HTTPStatus(int(code)).phrase
+        except (ValueError, TypeError):
+            phrase = ""
+        _out(f'INFO:     {self.client_address[0]}:{self.client_address[1]} - '
+             f'"{self.command} {self.path} {self.request_version}" {code} {phrase}')
+
+    def log_message(self, fmt, *args):  # errors from http.server
+        _err("WARNING:  " + (fmt % args))
+
+    @property
+    def st(self):
+        return self.server.standin
+
+    # --- helpers -----------------------------------------------------------
+    def _send(self, status, body=b"", ctype="application/json"):
+        self.send_response(status)
+        if body or ctype:
+            self.send_header("content-type", ctype)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        if body and self.command != "HEAD":
+            self.wfile.write(body)
+
+    def _json(self, status, obj):
+        self._send(status, json.dumps(obj).encode())
+
+    def _error(self, exc):
+        self._json(exc.status, {"object": "error", "message": exc.message,
+                                "type": exc.etype, "param": exc.param, "code": exc.status})
+
+    def _body(self):
+        length = self.headers.get("content-length")
+        if length is None:
+            raise HttpError(411, "Content-Length required")
+        try:
+            n = int(length)
+        except ValueError:
+            raise HttpError(400, "bad Content-Length")
+        if n > 16 * 1024 * 1024:
+            raise HttpError(413, "request body too large")
+        raw = self.rfile.read(n)
+        try:
+            data = json.loads(raw.decode("utf-8") or "null")
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise HttpError(400, f"request body is not valid JSON: {exc}")
+        if not isinstance(data, dict):
+            raise HttpError(400, "request body must be a JSON object")
+        return data
+
+    # --- routing -----------------------------------------------------------
+    GET_ROUTES = {"/health", "/health_generate", "/version", "/v1/models", "/metrics"}
+    POST_ROUTES = {"/v1/completions", "/v1/chat/completions"}
+
+    def do_GET(self):
+        path = self.path.split("?", 1)[0]
+        if path in self.POST_ROUTES:
+            return self._json(405, {"detail": "Method Not Allowed"})
+        if path not in self.GET_ROUTES:
+            return self._json(404, {"detail": "Not Found"})
+        if path in ("/health", "/health_generate"):
+            return self._send(200, b"", ctype=None)
+        if path == "/version":
+            return self._json(200, {"version": STANDIN_VERSION})
+        if path == "/metrics":
+            return self._json(200, [])
+        if path == "/v1/models":
+            return self._json(200, {"object": "list", "data": [{
+                "id": self.st.model_id, "object": "model",
+                "created": int(self.server.started), "owned_by": OWNER}]})
+
+    do_HEAD = do_GET
+
+    def do_POST(self):
+        path = self.path.split("?", 1)[0]
+        if path in self.GET_ROUTES:
+            return self._json(405, {"detail": "Method Not Allowed"})
+        if path not in self.POST_ROUTES:
+            return self._json(404, {"detail": "Not Found"})
+        try:
+            req = self._body()
+            self._check_model(req)
+            max_tokens = self._max_tokens(req, path)
+            n = req.get("n", 1)
+            if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 16:
+                raise HttpError(400, "n must be an integer between 1 and 16", param="n")
+            stream = req.get("stream", False)
+            if not isinstance(stream, bool):
+                raise HttpError(400, "stream must be a boolean", param="stream")
+            opts = req.get("stream_options") or {}
+            include_usage = bool(isinstance(opts, dict) and opts.get("include_usage"))
+            if path == "/v1/chat/completions":
+                prompt_text, prompt_tokens = self._chat_prompt(req)
+                chat = True
+            else:
+                prompt_text, prompt_tokens = self._completion_prompt(req)
+                chat = False
+        except HttpError as exc:
+            return self._error(exc)
+        text = self.st.text_for(prompt_text)
+        pieces = _pieces(text)
+        finish = "stop"
+        if max_tokens is not None and len(pieces) > max_tokens:
+            pieces = pieces[:max_tokens]
+            finish = "length"
+        out_text = "".join(pieces).rstrip() if finish == "length" else "".join(pieces)
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": len(pieces) * n,
+                 "total_tokens": prompt_tokens + len(pieces) * n}
+        rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
+        created = int(time.time())
+        model = self.st.model_id
+        if stream:
+            return self._stream(chat, rid, created, model, pieces, finish, n, usage,
+                                include_usage)
+        if chat:
+            choices = [{"index": i, "message": {"role": "assistant", "content": out_text,
+                                                "reasoning_content": None, "tool_calls": []},
+                        "logprobs": None, "finish_reason": finish, "stop_reason": None}
+                       for i in range(n)]
+            obj = "chat.completion"
+        else:
+            choices = [{"index": i, "text": out_text, "logprobs": None,
+                        "finish_reason": finish, "stop_reason": None} for i in range(n)]
+            obj = "text_completion"
+        self._json(200, {"id": rid, "object": obj, "created": created, "model": model,
+                         "choices": choices, "usage": usage,
+                         "system_fingerprint": FINGERPRINT})
+
+    def _check_model(self, req):
+        if "model" not in req:
+            raise HttpError(400, "model: Field required", param="model")
+        if req["model"] != self.st.model_id:
+            raise HttpError(404, f"The model `{req['model']}` does not exist. This server "
+                            f"serves `{self.st.model_id}`.", etype="NotFoundError",
+                            param="model")
+
+    def _max_tokens(self, req, path):
+        key = "max_tokens"
+        value = req.get("max_tokens")
+        if value is None and path == "/v1/chat/completions":
+            key = "max_completion_tokens"
+            value = req.get("max_completion_tokens")
+        if value is None:
+            return 16 if path == "/v1/completions" else None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise HttpError(400, f"{key} must be an integer >= 1", param=key)
+        return value
+
+    def _chat_prompt(self, req):
+        msgs = req.get("messages")
+        if msgs is None:
+            raise HttpError(400, "messages: Field required", param="messages")
+        if not isinstance(msgs, list) or not msgs:
+            raise HttpError(400, "messages must be a non-empty list", param="messages")
+        last_user = ""
+        total = 0
+        for m in msgs:
+            if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+                raise HttpError(400, "each message must be an object with a string role",
+                                param="messages")
+            text = _content_text(m.get("content"))
+            total += _count_words(text)
+            if m["role"] == "user":
+                last_user = text
+        if not last_user:
+            last_user = _content_text(msgs[-1].get("content"))
+        return last_user, total
+
+    def _completion_prompt(self, req):
+        prompt = req.get("prompt")
+        if prompt is None:
+            raise HttpError(400, "prompt: Field required", param="prompt")
+        if isinstance(prompt, str):
+            return prompt, _count_words(prompt)
+        if isinstance(prompt, list) and prompt and all(isinstance(x, str) for x in prompt):
+            return prompt[0], sum(_count_words(x) for x in prompt)
+        if isinstance(prompt, list) and prompt and \
+                all(isinstance(x, int) and not isinstance(x, bool) for x in prompt):
+            return f"<{len(prompt)} token ids>", len(prompt)
+        raise HttpError(400, "prompt must be a string, a list of strings or a list of "
+                        "token ids", param="prompt")
+
+    def _stream(self, chat, rid, created, model, pieces, finish, n, usage, include_usage):
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        obj = "chat.completion.chunk" if chat else "text_completion"
+
+        def emit(choices, extra=None):
+            chunk = {"id": rid, "object": obj, "created": created, "model": model,
+                     "system_fingerprint": FINGERPRINT, "choices": choices}
+            if extra:
+                chunk.update(extra)
+            self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            self.wfile.flush()
+
+        try:
+            for i in range(n):
+                if chat:
+                    emit([{"index": i, "delta": {"role": "assistant", "content": ""},
+                           "logprobs": None, "finish_reason": None}])
+                for j, piece in enumerate(pieces):
+                    if finish == "length" and j == len(pieces) - 1:
+                        piece = piece.rstrip()
+                    if chat:
+                        emit([{"index": i, "delta": {"content": piece}, "logprobs": None,
+                               "finish_reason": None}])
+                    else:
+                        emit([{"index": i, "text": piece, "logprobs": None,
+                               "finish_reason": None}])
+                if chat:
+                    emit([{"index": i, "delta": {}, "logprobs": None,
+                           "finish_reason": finish, "stop_reason": None}])
+                else:
+                    emit([{"index": i, "text": "", "logprobs": None,
+                           "finish_reason": finish, "stop_reason": None}])
+            if include_usage:
+                emit([], {"usage": usage})
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+class StandinHTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, host, port, state):
+        if ":" in host:
+            self.address_family = socket.AF_INET6
+        self.standin = state
+        self.started = time.time()
+        super().__init__((host, port), Handler, bind_and_activate=False)
+
+    def server_bind(self):
+        # HTTPServer.server_bind() resolves the FQDN of the bind address, which can
+        # stall for seconds in a container without DNS; the name is not needed.
+        socketserver.TCPServer.server_bind(self)
+        self.server_name = str(self.server_address[0])
+        self.server_port = self.server_address[1]
+
+
+# ---------------------------------------------------------------------------
+# Process roles
+# ---------------------------------------------------------------------------
+
+def _load_seconds():
+    raw = os.environ.get(LOAD_SECONDS_ENV, "1")
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        _err(f"{TAG} WARNING: {LOAD_SECONDS_ENV}={raw!r} is not a number; using 1")
+        return 1.0
+
+
+def _install_stop_handlers(stop):
+    def handler(signum, frame):
+        stop.set()
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def _tell_workers(world, message):
+    if world.comm is None:
+        return
+    for r in range(1, world.size):
+        try:
+            world.comm.send(message, dest=r, tag=_TAG_SHUTDOWN)
+        except Exception as exc:  # pragma: no cover - MPI failure paths
+            _err(f"{TAG} WARNING: could not notify rank {r}: {exc}")
+
+
+def run_rank0(p, world):
+    stop = threading.Event()
+    _install_stop_handlers(stop)
+    state = ServeState(p, world)
+    host, port = p.eff["host"], p.eff["port"]
+    try:
+        httpd = StandinHTTPServer(host, port, state)
+        httpd.server_bind()
+    except OSError as exc:
+        msg = f"Failed to bind socket to {host}:{port}: {exc}"
+        _err(f"{TAG} ERROR: {msg}")
+        _tell_workers(world, {"shutdown": True, "error": msg})
+        return 1
+    _out(f"{TAG} simulating model load for "
+         f"{_load_seconds():g}s (the port is bound but not listening: connections are "
+         "refused until startup completes)")
+    if stop.wait(_load_seconds()):
+        httpd.server_close()
+        _tell_workers(world, {"shutdown": True})
+        return 0
+    _out("[TRT-LLM] [I] get signal from executor worker")
+    pid = os.getpid()
+    _err(f"INFO:     Started server process [{pid}]")
+    _err("INFO:     Waiting for application startup.")
+    httpd.server_activate()
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.2},
+                              name="standin-http", daemon=True)
+    thread.start()
+    state.ready.set()
+    _err("INFO:     Application startup complete.")
+    shown = f"[{host}]" if ":" in host else host
+    _err(f"INFO:     Uvicorn running on http://{shown}:{port} (Press CTRL+C to quit)")
+    while not stop.wait(0.5):
+        if not thread.is_alive():  # pragma: no cover
+            break
+    _err("INFO:     Shutting down")
+    httpd.shutdown()
+    httpd.server_close()
+    _err("INFO:     Waiting for application shutdown.")
+    _tell_workers(world, {"shutdown": True})
+    _err("INFO:     Application shutdown complete.")
+    _err(f"INFO:     Finished server process [{pid}]")
+    return 0
+
+
+def run_worker(world):
+    stop = threading.Event()
+    _install_stop_handlers(stop)
+    _out(f"{TAG} rank {world.rank} ({socket.gethostname()}): stand-in worker rank is idle; "
+         "rank 0 serves HTTP")
+    req = world.comm.irecv(source=0, tag=_TAG_SHUTDOWN)
+    deadline = None
+    while True:
+        done, msg = req.test()
+        if done:
+            if isinstance(msg, dict) and msg.get("error"):
+                _err(f"{TAG} ERROR: rank 0 failed: {msg['error']}; rank {world.rank} stops")
+                return 1
+            _out(f"{TAG} rank {world.rank}: shutdown received from rank 0")
+            return 0
+        if stop.is_set():
+            # SIGTERM reaches every rank under mpirun; give rank 0 a moment to say goodbye.
+            if deadline is None:
+                deadline = time.monotonic() + 5.0
+            elif time.monotonic() > deadline:
+                try:
+                    req.Cancel()
+                except Exception:  # pragma: no cover
+                    pass
+                return 0
+        time.sleep(0.1)
+
+
+def serve_cli(argv):
+    _out(BANNER)
+    _err(BANNER)
+    try:
+        p = prepare(argv)
+    except SystemExit as exc:  # --help
+        return exc.code or 0
+    world = World()
+    try:
+        if _under_mpi():
+            world = _mpi_world()
+    except StandinError as exc:
+        _err(f"{TAG} ERROR: {exc}")
+        return 1
+    for w in p.warnings:
+        if world.rank == 0:
+            _err(f"{TAG} WARNING: {w}")
+    message, code = agree(p, world)
+    if message:
+        if code == 2 and world.comm is None:
+            _err(message)
+        else:
+            prefix = f"{TAG} ERROR" + (f" [rank {world.rank}]" if world.comm is not None else "")
+            for line in message.splitlines():
+                _err(f"{prefix}: {line}")
+        return code
+    if world.rank == 0:
+        spec = p.eff.get("speculative_config")
+        _out(f"{TAG} target model {p.model} -> {p.model_path}")
+        if spec:
+            _out(f"{TAG} speculative_config: decoding_type={spec['decoding_type']} "
+                 f"max_draft_len={spec['max_draft_len']} draft={p.draft_path}")
+        if world.comm is not None:
+            ranks = ", ".join(f"rank {i} on {h}" for i, h in enumerate(world.hosts))
+            _out(f"{TAG} MPI world of {world.size}: {ranks}; all ranks agree on the "
+                 f"configuration (sha256 {p.digest[:12]}) and found the models")
+        return run_rank0(p, world)
+    return run_worker(world)
+

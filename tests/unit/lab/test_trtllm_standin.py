@@ -1,0 +1,806 @@
+"""Tests for the lab STAND-IN of TensorRT-LLM's trtllm-serve / trtllm-llmapi-launch.
+
+The stand-in lives in tests/lab/images/engine.  Pure logic (CLI parsing, YAML
+validation, model resolution) is imported in-process; the server is started as
+a subprocess on 127.0.0.1 with a free port.  Multi-rank tests need `mpirun` and
+a python3 with mpi4py and yaml (Debian: openmpi-bin python3-mpi4py python3-yaml)
+and are skipped with the reason otherwise.  Every wait is bounded.
+"""
+
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ENGINE_DIR = Path(__file__).resolve().parents[2] / "lab" / "images" / "engine"
+SERVE = ENGINE_DIR / "trtllm-serve"
+LAUNCH = ENGINE_DIR / "trtllm-llmapi-launch"
+sys.path.insert(0, str(ENGINE_DIR))
+
+import sparkops_standin as sis  # noqa: E402
+
+BANNER = sis.BANNER
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 20.0
+
+
+def _has_modules(python, *modules):
+    if not python or not os.path.exists(python):
+        return False
+    code = "import " + ", ".join(modules)
+    try:
+        return subprocess.run([python, "-c", code], capture_output=True,
+                              timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _pick_python(*modules):
+    for cand in (sys.executable, "/usr/bin/python3"):
+        if _has_modules(cand, *modules):
+            return cand
+    return None
+
+
+PY = _pick_python("yaml")
+PY_MPI = _pick_python("yaml", "mpi4py")
+MPIRUN = shutil.which("mpirun")
+
+needs_py = pytest.mark.skipif(
+    PY is None, reason="no python3 with yaml (Debian python3-yaml) to run the stand-in")
+needs_mpi = pytest.mark.skipif(
+    MPIRUN is None or PY_MPI is None,
+    reason="needs mpirun (openmpi-bin) and a python3 with mpi4py and yaml "
+           "(python3-mpi4py python3-yaml)")
+
+
+def free_port():
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OMPI_COMM_WORLD", "PMIX_", "OMPI_MCA_orte"))}
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.update(extra)
+    return env
+
+
+def mpi_env(**extra):
+    return clean_env(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                     OMPI_MCA_btl_vader_single_copy_mechanism="none", **extra)
+
+
+def run_serve(args, timeout=60, env=None):
+    return subprocess.run([PY, str(SERVE)] + list(args), capture_output=True, text=True,
+                          timeout=timeout, env=env or clean_env())
+
+
+# --------------------------------------------------------------------------
+# fixtures: models and runbook YAMLs
+# --------------------------------------------------------------------------
+
+@pytest.fixture
+def models(tmp_path):
+    target = tmp_path / "models" / "target"
+    draft = tmp_path / "models" / "draft"
+    for d in (target, draft):
+        d.mkdir(parents=True)
+        (d / "config.json").write_text("{}")
+    return target, draft
+
+
+def runbook_eagle(draft):
+    return f"""\
+enable_attention_dp: false
+disable_overlap_scheduler: false
+enable_autotuner: false
+cuda_graph_config:
+  max_batch_size: 1
+speculative_config:
+  decoding_type: Eagle
+  max_draft_len: 5
+  speculative_model_dir: {draft}
+kv_cache_config:
+  free_gpu_memory_fraction: 0.9
+  enable_block_reuse: false
+"""
+
+
+def runbook_draft_target(draft):
+    return f"""\
+print_iter_log: false
+disable_overlap_scheduler: true
+speculative_config:
+  decoding_type: DraftTarget
+  max_draft_len: 4
+  speculative_model_dir: {draft}
+kv_cache_config:
+  enable_block_reuse: false
+"""
+
+
+def runbook_two_node(draft):
+    return f"""\
+enable_attention_dp: false
+disable_overlap_scheduler: false
+enable_autotuner: false
+enable_chunked_prefill: false
+cuda_graph_config:
+  max_batch_size: 1
+speculative_config:
+  decoding_type: Eagle
+  max_draft_len: 3
+  speculative_model_dir: {draft}
+kv_cache_config:
+  free_gpu_memory_fraction: 0.9
+  enable_block_reuse: false
+"""
+
+
+RUNBOOKS = {
+    "eagle": (runbook_eagle, []),
+    "draft_target": (runbook_draft_target, ["--kv_cache_free_gpu_memory_fraction", "0.9"]),
+    "two_node": (runbook_two_node, ["--tp_size", "2", "--max_num_tokens", "1024",
+                                    "--port", "8355", "--host", "0.0.0.0"]),
+}
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return p
+
+
+# --------------------------------------------------------------------------
+# YAML validation
+# --------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(RUNBOOKS))
+def test_runbook_yaml_passes(name, models, tmp_path):
+    yaml = pytest.importorskip("yaml")
+    _, draft = models
+    make, cli = RUNBOOKS[name]
+    data = yaml.safe_load(make(draft))
+    extra = sis.validate_extra_options(data, source=name)
+    assert extra["speculative_config"]["speculative_model_dir"] == str(draft)
+    model, opts, given = sis.parse_serve_args(["serve", "nvidia/model"] + cli)
+    eff, warnings = sis.effective_settings(opts, given, extra, source=name)
+    assert warnings == []
+    assert eff["free_gpu_memory_fraction"] == 0.9
+    assert sis.check_draft(eff["speculative_config"]) == str(draft)
+    if name == "two_node":
+        assert eff["tensor_parallel_size"] == 2
+        assert eff["max_num_tokens"] == 1024
+        assert eff["enable_chunked_prefill"] is False
+
+
+def _eagle(draft, **spec):
+    base = {"decoding_type": "Eagle", "max_draft_len": 3, "speculative_model_dir": str(draft)}
+    base.update(spec)
+    return {"speculative_config": base}
+
+
+@pytest.mark.parametrize("case,needle", [
+    ("unknown_spec_key", "speculative_config.max_draf_len: Extra inputs are not permitted"),
+    ("unknown_top_key", "enable_attention_db: Extra inputs are not permitted"),
+    ("unknown_kv_key", "kv_cache_config.enable_block_resuse: Extra inputs are not permitted"),
+    ("bad_int", "speculative_config.max_draft_len: Input should be a valid integer"),
+    ("bad_bool", "kv_cache_config.enable_block_reuse: Input should be a valid boolean"),
+    ("bad_list", "cuda_graph_config.batch_sizes.1: Input should be a valid integer"),
+    ("bad_model_type", "cuda_graph_config: Input should be a valid dictionary"),
+    ("eagle3", "'Eagle3' is not known to this image version"),
+    ("no_decoding_type", "Invalid decoding type: None"),
+    ("draft_len_zero", "speculative_config.max_draft_len: Value error, max_draft_len must be > 0"),
+    ("draft_len_missing", "speculative_config.max_draft_len: Field required"),
+    ("draft_dir_missing_key", "speculative_config.speculative_model_dir: Field required"),
+    ("kv_fraction_range", "kv_cache_config.free_gpu_memory_fraction: Value error"),
+])
+def test_bad_yaml_rejected(case, needle, models):
+    _, draft = models
+    data = {
+        "unknown_spec_key": {"speculative_config": {
+            "decoding_type": "Eagle", "max_draf_len": 3, "max_draft_len": 3,
+            "speculative_model_dir": str(draft)}},
+        "unknown_top_key": {"enable_attention_db": False},
+        "unknown_kv_key": {"kv_cache_config": {"enable_block_resuse": False}},
+        "bad_int": _eagle(draft, max_draft_len="three"),
+        "bad_bool": {"kv_cache_config": {"enable_block_reuse": "maybe"}},
+        "bad_list": {"cuda_graph_config": {"batch_sizes": [1, "x"]}},
+        "bad_model_type": {"cuda_graph_config": 4},
+        "eagle3": _eagle(draft, decoding_type="Eagle3"),
+        "no_decoding_type": {"speculative_config": {"max_draft_len": 3}},
+        "draft_len_zero": _eagle(draft, max_draft_len=0),
+        "draft_len_missing": {"speculative_config": {
+            "decoding_type": "DraftTarget", "speculative_model_dir": str(draft)}},
+        "draft_dir_missing_key": {"speculative_config": {
+            "decoding_type": "Eagle", "max_draft_len": 3}},
+        "kv_fraction_range": {"kv_cache_config": {"free_gpu_memory_fraction": 1.5}},
+    }[case]
+    with pytest.raises(sis.StandinError) as err:
+        sis.validate_extra_options(data, source="t.yaml")
+    assert needle in str(err.value)
+    assert "validation error" in str(err.value)
+
+
+def test_pydantic_lax_coercion_like_real_trtllm(models):
+    _, draft = models
+    out = sis.validate_extra_options({
+        "kv_cache_config": {"free_gpu_memory_fraction": 1, "enable_block_reuse": "false"},
+        "cuda_graph_config": {"max_batch_size": 2.0, "enable_padding": "yes"},
+        "speculative_config": {"decoding_type": "NGram", "max_draft_len": 2,
+                               "max_matching_ngram_size": 2, "is_keep_all": True}})
+    assert out["kv_cache_config"] == {"free_gpu_memory_fraction": 1.0,
+                                      "enable_block_reuse": False}
+    assert out["cuda_graph_config"] == {"max_batch_size": 2, "enable_padding": True}
+    assert sis.check_draft(out["speculative_config"]) is None
+
+
+def test_empty_or_non_mapping_yaml_rejected():
+    with pytest.raises(sis.StandinError, match="is empty"):
+        sis.validate_extra_options(None, source="e.yaml")
+    with pytest.raises(sis.StandinError, match="mapping"):
+        sis.validate_extra_options(["a"], source="l.yaml")
+
+
+def test_cli_and_yaml_overlap_warns_and_yaml_wins(models):
+    _, draft = models
+    extra = sis.validate_extra_options({
+        "max_num_tokens": 2048,
+        "kv_cache_config": {"free_gpu_memory_fraction": 0.7, "enable_block_reuse": False}})
+    _, opts, given = sis.parse_serve_args(
+        ["m", "--max_num_tokens", "1024", "--kv_cache_free_gpu_memory_fraction", "0.8"])
+    eff, warnings = sis.effective_settings(opts, given, extra, source="x.yaml")
+    assert eff["max_num_tokens"] == 2048 and eff["free_gpu_memory_fraction"] == 0.7
+    assert len(warnings) == 2
+    assert any("max_num_tokens is set both" in w for w in warnings)
+    assert any("KV cache fraction is set both" in w for w in warnings)
+
+
+def test_kv_cache_config_in_yaml_replaces_cli_fraction():
+    extra = sis.validate_extra_options({"kv_cache_config": {"enable_block_reuse": False}})
+    _, opts, given = sis.parse_serve_args(["m", "--kv_cache_free_gpu_memory_fraction", "0.5"])
+    eff, warnings = sis.effective_settings(opts, given, extra, source="x.yaml")
+    assert eff["free_gpu_memory_fraction"] == sis.KV_FRACTION_DEFAULT
+    assert len(warnings) == 1 and "replaces the command-line KV cache config" in warnings[0]
+
+
+# --------------------------------------------------------------------------
+# command line
+# --------------------------------------------------------------------------
+
+def test_cli_real_flags_and_aliases():
+    model, opts, given = sis.parse_serve_args([
+        "serve", "Qwen/Qwen3-8B", "--backend", "trt", "--host", "0.0.0.0", "--port", "8355",
+        "--max_batch_size", "4", "--max_num_tokens", "1024", "--max_seq_len", "4096",
+        "--max_beam_width", "1", "--tensor_parallel_size", "2", "--pp_size", "1",
+        "--ep_size", "2", "--gpus_per_node", "1", "--free_gpu_memory_fraction=0.85",
+        "--trust_remote_code", "--revision", "main", "--tokenizer", "Qwen/Qwen3-8B",
+        "--reasoning_parser", "qwen3", "--tool_parser", "qwen3", "--chat_template", "t.jinja",
+        "--log_level", "warning", "--num_postprocess_workers", "2",
+        "--enable_chunked_prefill", "--extra_llm_api_options", "x.yaml"])
+    assert model == "Qwen/Qwen3-8B"
+    assert opts["backend"] == "tensorrt"
+    assert opts["tensor_parallel_size"] == 2 and opts["pipeline_parallel_size"] == 1
+    assert opts["moe_expert_parallel_size"] == 2
+    assert opts["free_gpu_memory_fraction"] == 0.85
+    assert opts["trust_remote_code"] is True and opts["enable_chunked_prefill"] is True
+    assert opts["extra_llm_api_options"] == "x.yaml"
+    assert "free_gpu_memory_fraction" in given and "max_seq_len" in given
+    # `serve` is the default command; --config is the alias of --extra_llm_api_options
+    model, opts, _ = sis.parse_serve_args(["m", "--config", "y.yaml", "--tp_size", "1"])
+    assert model == "m" and opts["extra_llm_api_options"] == "y.yaml"
+    assert opts["host"] == "localhost" and opts["port"] == 8000
+    assert opts["backend"] == "pytorch"
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["m", "--tp_sise", "2"], "No such option: --tp_sise"),
+    (["m", "--speculative_config", "x"], "No such option: --speculative_config"),
+    (["m", "--port", "abc"], "'abc' is not a valid integer"),
+    (["m", "--kv_cache_free_gpu_memory_fraction", "lots"], "is not a valid float"),
+    (["m", "--backend", "vllm"], "'vllm' is not one of 'pytorch', 'tensorrt', '_autodeploy'"),
+    (["m", "--port"], "Option '--port' requires an argument"),
+    (["m", "--trust_remote_code=1"], "does not take a value"),
+    (["serve"], "Missing argument 'MODEL'"),
+    (["m", "n"], "Got unexpected extra argument (n)"),
+    (["m", "--server_role", "CONTEXT"], "not modelled by the sparkops lab stand-in"),
+])
+def test_cli_usage_errors(argv, needle):
+    with pytest.raises(sis.UsageError) as err:
+        sis.parse_serve_args(argv)
+    assert needle in err.value.message
+
+
+@needs_py
+def test_cli_unknown_flag_exits_2_like_click(models):
+    target, _ = models
+    r = run_serve([str(target), "--max_draft_len", "3"])
+    assert r.returncode == 2, r.stderr
+    assert "Usage: trtllm-serve serve [OPTIONS] MODEL" in r.stderr
+    assert "Error: No such option: --max_draft_len" in r.stderr
+    assert r.stdout.splitlines()[0] == BANNER
+
+
+@needs_py
+def test_cli_help_exits_0():
+    r = run_serve(["serve", "--help"])
+    assert r.returncode == 0
+    assert "--kv_cache_free_gpu_memory_fraction" in r.stdout
+    assert "--extra_llm_api_options" in r.stdout
+
+
+# --------------------------------------------------------------------------
+# model resolution (never downloads)
+# --------------------------------------------------------------------------
+
+def make_hf_cache(root, repo, sha="0123456789abcdef0123456789abcdef01234567", ref="main"):
+    repo_dir = root / ("models--" + repo.replace("/", "--"))
+    (repo_dir / "refs").mkdir(parents=True, exist_ok=True)
+    (repo_dir / "refs" / ref).write_text(sha + "\n")
+    snap = repo_dir / "snapshots" / sha
+    snap.mkdir(parents=True, exist_ok=True)
+    (snap / "config.json").write_text("{}")
+    return snap
+
+
+def test_model_resolution_hf_hub_cache(tmp_path, monkeypatch):
+    snap = make_hf_cache(tmp_path / "hub", "nvidia/Llama-3.3-70B-Instruct-FP4")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    assert sis.resolve_model("nvidia/Llama-3.3-70B-Instruct-FP4") == str(snap)
+
+
+def test_model_resolution_hf_home_and_revision(tmp_path, monkeypatch):
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    monkeypatch.delenv("HUGGINGFACE_HUB_CACHE", raising=False)
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hfhome"))
+    sha = "fedcba9876543210fedcba9876543210fedcba98"
+    snap = make_hf_cache(tmp_path / "hfhome" / "hub", "openai/gpt-oss-120b", sha=sha,
+                         ref="v1")
+    assert sis.resolve_model("openai/gpt-oss-120b", revision="v1") == str(snap)
+    assert sis.resolve_model("openai/gpt-oss-120b", revision=sha) == str(snap)
+    with pytest.raises(sis.StandinError, match="refs/main"):
+        sis.resolve_model("openai/gpt-oss-120b")
+
+
+def test_model_resolution_default_cache_is_home(tmp_path, monkeypatch):
+    for var in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "HF_HOME"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    snap = make_hf_cache(tmp_path / ".cache" / "huggingface" / "hub", "Qwen/Qwen3-8B")
+    assert sis.resolve_model("Qwen/Qwen3-8B") == str(snap)
+
+
+def test_model_missing_names_path_and_fix(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
+    with pytest.raises(sis.StandinError) as err:
+        sis.resolve_model("nvidia/absent")
+    msg = str(err.value)
+    assert str(tmp_path / "empty" / "models--nvidia--absent" / "refs" / "main") in msg
+    assert "hf download nvidia/absent" in msg and "never downloads" in msg
+
+
+def test_local_model_dir_needs_config_json(tmp_path):
+    (tmp_path / "ckpt").mkdir()
+    with pytest.raises(sis.StandinError, match="no config.json"):
+        sis.resolve_model(str(tmp_path / "ckpt"))
+    with pytest.raises(sis.StandinError, match="does not exist"):
+        sis.resolve_model(str(tmp_path / "nope"))
+    (tmp_path / "ckpt" / "config.json").write_text("{}")
+    assert sis.resolve_model(str(tmp_path / "ckpt")) == str(tmp_path / "ckpt")
+
+
+@needs_py
+def test_hf_repo_id_served_from_fake_cache(tmp_path):
+    make_hf_cache(tmp_path / "hub", "org/tiny")
+    r = run_serve(["org/tiny", "--tp_size", "2"],
+                  env=clean_env(HF_HUB_CACHE=str(tmp_path / "hub")))
+    # the model is found; only the world size is wrong
+    assert r.returncode == 1
+    assert "MPI world size 1 does not match tp_size 2 x pp_size 1" in r.stderr
+    assert "Hugging Face cache" not in r.stderr
+
+
+# --------------------------------------------------------------------------
+# process-level failures
+# --------------------------------------------------------------------------
+
+@needs_py
+def test_tp2_without_mpi_fails(models, tmp_path):
+    target, draft = models
+    cfg = write(tmp_path, "qwen.yaml", runbook_two_node(draft))
+    r = run_serve([str(target), "--tp_size", "2", "--max_num_tokens", "1024",
+                   "--host", "127.0.0.1", "--port", str(free_port()), "--config", str(cfg)])
+    assert r.returncode == 1
+    assert "MPI world size 1 does not match tp_size 2 x pp_size 1" in r.stderr
+
+
+@needs_py
+def test_missing_draft_dir_fails(models, tmp_path):
+    target, _ = models
+    missing = tmp_path / "no-such-draft"
+    cfg = write(tmp_path, "e.yaml", runbook_eagle(missing))
+    r = run_serve([str(target), "--config", str(cfg), "--port", str(free_port())])
+    assert r.returncode == 1
+    assert f"speculative_model_dir {missing} does not exist" in r.stderr
+
+
+@needs_py
+def test_bad_yaml_fails_process(models, tmp_path):
+    target, draft = models
+    cfg = write(tmp_path, "bad.yaml", runbook_eagle(draft).replace("max_draft_len", "max_draf_len"))
+    r = run_serve([str(target), "--config", str(cfg)])
+    assert r.returncode == 1
+    assert "speculative_config.max_draf_len: Extra inputs are not permitted" in r.stderr
+
+
+@needs_py
+def test_missing_target_fails(tmp_path, models):
+    _, draft = models
+    cfg = write(tmp_path, "e.yaml", runbook_eagle(draft))
+    r = run_serve(["nvidia/absent", "--config", str(cfg)],
+                  env=clean_env(HF_HUB_CACHE=str(tmp_path / "hub")))
+    assert r.returncode == 1
+    assert "models--nvidia--absent" in r.stderr
+
+
+# --------------------------------------------------------------------------
+# HTTP server
+# --------------------------------------------------------------------------
+
+class Server:
+    """A stand-in server subprocess; output goes to files so pipes never block."""
+
+    def __init__(self, cmd, port, tmp_path, env, name="srv"):
+        self.port = port
+        self.out_path = tmp_path / f"{name}.out"
+        self.err_path = tmp_path / f"{name}.err"
+        self._out = open(self.out_path, "w")
+        self._err = open(self.err_path, "w")
+        self.proc = subprocess.Popen(cmd, stdout=self._out, stderr=self._err, env=env,
+                                     start_new_session=True)
+
+    @property
+    def stdout(self):
+        return self.out_path.read_text()
+
+    @property
+    def stderr(self):
+        return self.err_path.read_text()
+
+    def wait_healthy(self, timeout=START_TIMEOUT):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"server exited {self.proc.returncode}:\n"
+                                     f"{self.stdout}\n{self.stderr}")
+            try:
+                status, _ = http_get(self.port, "/health", timeout=2)
+                if status == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.1)
+        raise AssertionError(f"not healthy within {timeout}s:\n{self.stdout}\n{self.stderr}")
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=STOP_TIMEOUT)
+        self._out.close()
+        self._err.close()
+        return self.proc.returncode
+
+
+def http_get(port, path, timeout=10):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
+    finally:
+        conn.close()
+
+
+def http_post(port, path, obj, timeout=10):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}",
+                                 data=json.dumps(obj).encode(),
+                                 headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, resp.headers, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers, exc.read()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    if PY is None:
+        pytest.skip("no python3 with yaml (Debian python3-yaml) to run the stand-in")
+    tmp = tmp_path_factory.mktemp("standin-http")
+    target = tmp / "target"
+    draft = tmp / "draft"
+    for d in (target, draft):
+        d.mkdir()
+        (d / "config.json").write_text("{}")
+    cfg = write(tmp, "eagle.yaml", runbook_eagle(draft))
+    port = free_port()
+    srv = Server([PY, str(SERVE), "serve", str(target), "--host", "127.0.0.1",
+                  "--port", str(port), "--config", str(cfg)], port, tmp,
+                 clean_env(SPARKOPS_STANDIN_LOAD_SECONDS="0.2"))
+    try:
+        srv.wait_healthy()
+        srv.model = str(target)
+        srv.draft = str(draft)
+        yield srv
+    finally:
+        srv.stop()
+
+
+def test_http_readiness_lines(server):
+    out, err = server.stdout, server.stderr
+    assert out.splitlines()[0] == BANNER
+    assert "[TRT-LLM] [I] get signal from executor worker" in out
+    assert f"INFO:     Started server process [{server.proc.pid}]" in err
+    assert "INFO:     Waiting for application startup." in err
+    assert "INFO:     Application startup complete." in err
+    assert (f"INFO:     Uvicorn running on http://127.0.0.1:{server.port} "
+            "(Press CTRL+C to quit)") in err
+
+
+def test_http_health_version_metrics(server):
+    assert http_get(server.port, "/health") == (200, b"")
+    assert http_get(server.port, "/health_generate")[0] == 200
+    status, body = http_get(server.port, "/version")
+    assert status == 200 and json.loads(body) == {"version": "1.3.0rc12-sparkops-lab-standin"}
+    status, body = http_get(server.port, "/metrics")
+    assert status == 200 and json.loads(body) == []
+    assert http_get(server.port, "/nope")[0] == 404
+
+
+def test_http_models(server):
+    status, body = http_get(server.port, "/v1/models")
+    data = json.loads(body)
+    assert status == 200 and data["object"] == "list"
+    assert [(m["id"], m["owned_by"]) for m in data["data"]] == \
+        [(server.model, "sparkops-lab-standin")]
+
+
+def test_http_completion(server):
+    status, _, body = http_post(server.port, "/v1/completions", {
+        "model": server.model, "prompt": "Explain speculative decoding", "max_tokens": 200})
+    assert status == 200
+    data = json.loads(body)
+    assert data["object"] == "text_completion"
+    assert data["system_fingerprint"] == "sparkops-lab-standin"
+    text = data["choices"][0]["text"]
+    assert text.startswith("[sparkops lab stand-in, not TensorRT-LLM] Received "
+                           '"Explain speculative decoding".')
+    assert "decoding_type=Eagle, max_draft_len=5" in text
+    assert f"draft={server.draft}" in text
+    assert "tp_size=1" in text
+    assert data["choices"][0]["finish_reason"] == "stop"
+    u = data["usage"]
+    assert u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"]
+
+
+def test_http_chat_and_max_tokens(server):
+    req = {"model": server.model,
+           "messages": [{"role": "system", "content": "be brief"},
+                        {"role": "user", "content": "Hello from the lab"}]}
+    status, _, body = http_post(server.port, "/v1/chat/completions", req)
+    assert status == 200
+    data = json.loads(body)
+    assert data["object"] == "chat.completion"
+    msg = data["choices"][0]["message"]
+    assert msg["role"] == "assistant"
+    assert 'Received "Hello from the lab"' in msg["content"]
+    assert "not TensorRT-LLM" in msg["content"]
+    # deterministic
+    again = json.loads(http_post(server.port, "/v1/chat/completions", req)[2])
+    assert again["choices"][0]["message"]["content"] == msg["content"]
+    # max_tokens is an upper bound on generated words
+    status, _, body = http_post(server.port, "/v1/chat/completions", dict(req, max_tokens=3))
+    data = json.loads(body)
+    assert len(data["choices"][0]["message"]["content"].split()) == 3
+    assert data["choices"][0]["finish_reason"] == "length"
+    assert data["usage"]["completion_tokens"] == 3
+
+
+def test_http_no_performance_figures(server):
+    _, _, body = http_post(server.port, "/v1/chat/completions", {
+        "model": server.model, "messages": [{"role": "user", "content": "how fast?"}]})
+    content = json.loads(body)["choices"][0]["message"]["content"].lower()
+    for word in ("tok/s", "tokens/s", "latency", "acceptance", "ms", "speedup"):
+        assert word not in content.split() and word not in content.replace(",", " ").split()
+
+
+def test_http_chat_streaming(server):
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{server.port}/v1/chat/completions",
+        data=json.dumps({"model": server.model, "stream": True, "max_tokens": 50,
+                         "stream_options": {"include_usage": True},
+                         "messages": [{"role": "user", "content": "stream please"}]}).encode(),
+        headers={"content-type": "application/json"})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        assert resp.status == 200
+        assert resp.headers["content-type"].startswith("text/event-stream")
+        raw = resp.read().decode()
+    events = [line[len("data: "):] for line in raw.split("\n") if line.startswith("data: ")]
+    assert events[-1] == "[DONE]"
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+    assert chunks[0]["choices"][0]["delta"]["role"] == "assistant"
+    text = "".join(c["choices"][0]["delta"].get("content", "") for c in chunks if c["choices"])
+    assert 'Received "stream please"' in text
+    finals = [c for c in chunks if c["choices"] and c["choices"][0]["finish_reason"]]
+    assert len(finals) == 1 and finals[0]["choices"][0]["finish_reason"] == "stop"
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"]["completion_tokens"] > 0
+
+
+def test_http_wrong_model_404(server):
+    for path, body in (("/v1/chat/completions",
+                        {"model": "gpt-4", "messages": [{"role": "user", "content": "x"}]}),
+                       ("/v1/completions", {"model": "gpt-4", "prompt": "x"})):
+        status, _, raw = http_post(server.port, path, body)
+        assert status == 404
+        err = json.loads(raw)
+        assert err["object"] == "error" and err["code"] == 404
+        assert "gpt-4" in err["message"] and err["type"] == "NotFoundError"
+
+
+@pytest.mark.parametrize("body,param", [
+    ({"messages": [{"role": "user", "content": "x"}]}, "model"),
+    ({"model": None}, "messages"),
+    ({"model": None, "messages": []}, "messages"),
+    ({"model": None, "messages": [{"role": "user", "content": "x"}], "max_tokens": 0},
+     "max_tokens"),
+    ({"model": None, "messages": [{"role": "user", "content": "x"}], "max_tokens": "5"},
+     "max_tokens"),
+])
+def test_http_chat_request_validation(server, body, param):
+    body = {k: (server.model if k == "model" and v is None else v) for k, v in body.items()}
+    status, _, raw = http_post(server.port, "/v1/chat/completions", body)
+    assert status == 400
+    assert json.loads(raw)["param"] == param
+
+
+@needs_py
+def test_connection_refused_until_loaded_then_sigterm_exits_0(models, tmp_path):
+    target, _ = models
+    port = free_port()
+    srv = Server([PY, str(SERVE), str(target), "--host", "127.0.0.1", "--port", str(port)],
+                 port, tmp_path, clean_env(SPARKOPS_STANDIN_LOAD_SECONDS="3"))
+    try:
+        deadline = time.monotonic() + 10
+        while "simulating model load" not in srv.stdout and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert "simulating model load" in srv.stdout
+        with pytest.raises(ConnectionRefusedError):
+            http_get(port, "/health", timeout=2)
+        srv.wait_healthy()
+        assert "Application startup complete." in srv.stderr
+    finally:
+        code = srv.stop(signal.SIGTERM)
+    assert code == 0
+    assert "Finished server process" in srv.stderr
+
+
+@needs_py
+def test_port_in_use_fails(models, tmp_path):
+    target, _ = models
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(1)
+        port = s.getsockname()[1]
+        r = run_serve([str(target), "--host", "127.0.0.1", "--port", str(port)])
+    assert r.returncode == 1
+    assert f"Failed to bind socket to 127.0.0.1:{port}" in r.stderr
+
+
+@needs_py
+def test_llmapi_launch_without_mpi_execs(models, tmp_path):
+    r = subprocess.run([PY, str(LAUNCH), PY, "-c", "print('ran')"], capture_output=True,
+                       text=True, timeout=30, env=clean_env())
+    assert r.returncode == 0 and r.stdout.strip() == "ran"
+    assert "stand-in for trtllm-llmapi-launch" in r.stderr
+    r = subprocess.run([PY, str(LAUNCH)], capture_output=True, text=True, timeout=30,
+                       env=clean_env())
+    assert r.returncode == 2 and "usage: trtllm-llmapi-launch" in r.stderr
+
+
+# --------------------------------------------------------------------------
+# MPI (real Open MPI ranks on localhost)
+# --------------------------------------------------------------------------
+
+def mpirun_cmd(np_, *args):
+    return [MPIRUN, "--oversubscribe", "--bind-to", "none", "-np", str(np_)] + list(args)
+
+
+@needs_mpi
+def test_mpi_two_ranks_tp2_serves_chat(models, tmp_path):
+    target, draft = models
+    cfg = write(tmp_path, "qwen.yaml", runbook_two_node(draft))
+    port = free_port()
+    cmd = mpirun_cmd(2, PY_MPI, str(LAUNCH), PY_MPI, str(SERVE), str(target),
+                     "--tp_size", "2", "--max_num_tokens", "1024",
+                     "--host", "127.0.0.1", "--port", str(port), "--config", str(cfg))
+    srv = Server(cmd, port, tmp_path, mpi_env(SPARKOPS_STANDIN_LOAD_SECONDS="0.2"),
+                 name="mpi")
+    try:
+        srv.wait_healthy(timeout=60)
+        status, _, body = http_post(srv.port, "/v1/chat/completions", {
+            "model": str(target), "messages": [{"role": "user", "content": "two sparks"}]})
+        assert status == 200
+        content = json.loads(body)["choices"][0]["message"]["content"]
+        assert "decoding_type=Eagle, max_draft_len=3" in content
+        assert "tp_size=2 over 2 MPI ranks on host" in content
+        assert "stand-in worker rank is idle" in srv.stdout
+        assert "stand-in for trtllm-llmapi-launch" in srv.stderr
+        # SIGTERM to rank 0 only: it stops serving and tells rank 1 to exit, so the
+        # whole job ends cleanly (mpirun itself returns 1 when it is signalled).
+        m = re.search(r"Started server process \[(\d+)\]", srv.stderr)
+        assert m, srv.stderr
+        os.kill(int(m.group(1)), signal.SIGTERM)
+        code = srv.proc.wait(timeout=STOP_TIMEOUT)
+    finally:
+        srv.stop(signal.SIGTERM)
+    assert code == 0, srv.stdout + srv.stderr
+    assert "rank 1: shutdown received from rank 0" in srv.stdout
+    assert "Finished server process" in srv.stderr
+
+
+@needs_mpi
+def test_mpi_world_size_mismatch_fails(models, tmp_path):
+    target, draft = models
+    cfg = write(tmp_path, "qwen.yaml", runbook_two_node(draft))
+    r = subprocess.run(mpirun_cmd(1, PY_MPI, str(SERVE), str(target), "--tp_size", "2",
+                                  "--host", "127.0.0.1", "--port", str(free_port()),
+                                  "--config", str(cfg)),
+                       capture_output=True, text=True, timeout=120, env=mpi_env())
+    assert r.returncode != 0
+    assert "MPI world size 1 does not match tp_size 2 x pp_size 1" in r.stderr
+
+
+@needs_mpi
+def test_mpi_ranks_with_different_config_fail(models, tmp_path):
+    target, _ = models
+    port = str(free_port())
+    common = [PY_MPI, str(SERVE), str(target), "--tp_size", "2", "--host", "127.0.0.1",
+              "--port", port]
+    cmd = [MPIRUN, "--oversubscribe", "--bind-to", "none",
+           "-np", "1"] + common + [":", "-np", "1"] + common + ["--max_num_tokens", "1024"]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=mpi_env())
+    assert r.returncode != 0
+    assert "configuration differs between MPI ranks: rank 1" in r.stderr
+
+
+@needs_mpi
+def test_mpi_rank_missing_target_fails_everywhere(tmp_path):
+    make_hf_cache(tmp_path / "hub", "org/tiny")
+    port = str(free_port())
+    args = [str(SERVE), "org/tiny", "--tp_size", "2", "--host", "127.0.0.1", "--port", port]
+    cmd = [MPIRUN, "--oversubscribe", "--bind-to", "none",
+           "-np", "1", "env", f"HF_HUB_CACHE={tmp_path / 'hub'}", PY_MPI] + args + \
+          [":", "-np", "1", "env", f"HF_HUB_CACHE={tmp_path / 'empty'}", PY_MPI] + args
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=mpi_env())
+    assert r.returncode != 0
+    assert "[rank 0]: rank 1 (" in r.stderr
+    assert "models--org--tiny" in r.stderr
