@@ -38,6 +38,6 @@ build "$engine" "$here/images/engine"
 id=$(docker image inspect -f '{{.Id}}' "$engine")
 tar="$state/images/trtllm-standin-1.3.0rc12.tar"
 if [ ! -s "$tar" ] || [ "$(cat "$tar.id" 2>/dev/null)" != "$id" ]; then
-  docker save -o "$tar.tmp" "$engine" && mv "$tar.tmp" "$tar" && echo "$id" > "$tar.id"
+  docker save -o "$tar.tmp" "$engine" && chmod 0644 "$tar.tmp" && mv "$tar.tmp" "$tar" && echo "$id" > "$tar.id"
   echo "changed $tar"
 fi

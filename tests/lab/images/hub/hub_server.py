@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """sparkops lab: a small Hugging Face Hub compatible HTTP server (Python stdlib only).
 
 It serves generated stand-in repositories (declared in repos.json: sizes and seeds, no model data)
@@ -80,7 +79,7 @@ def _safetensors_blob(size, seed, tensor_name):
     """A valid safetensors file of exactly ``size`` bytes: header + pseudo-random U8 payload."""
     meta = {"sparkops_lab_standin": "true", "seed": seed, "format": "pt"}
     payload = 0
-    for _ in range(4):  # header length depends on payload length digits; converge
+    for dummy in range(4):  # header length depends on payload length digits; converge
         header = {"__metadata__": meta, tensor_name: {"dtype": "U8", "shape": [payload], "data_offsets": [0, payload]}}
         hdr = json.dumps(header, separators=(",", ":")).encode("utf-8")
         hdr += b" " * ((8 - len(hdr) % 8) % 8)

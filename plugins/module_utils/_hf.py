@@ -1,0 +1,789 @@
+# -*- coding: utf-8 -*-
+# PRIVATE to the sparkops.specdec collection: helpers for the sparkops.specdec.hf_download module.
+# Not a public API; it may change in any release without notice. Do not import it from other collections.
+#
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Planning, download and error mapping for sparkops.specdec.hf_download.
+
+Built on huggingface_hub (HfApi.repo_info, HfApi.list_repo_tree, get_hf_file_metadata,
+snapshot_download). All on-disk formats are the huggingface_hub ones:
+
+* cache mode (cache_dir): ``<cache_dir>/<models|datasets>--<org>--<name>/{refs/<revision>,
+  snapshots/<commit>/<path> -> ../../blobs/<etag>, blobs/<etag>}``. A blob only gets its final
+  name after a complete download (huggingface_hub downloads to a temporary ``*.incomplete`` file
+  then renames it), so a snapshot entry of the expected size is complete.
+* local_dir mode: ``<local_dir>/<path>`` plus ``<local_dir>/.cache/huggingface/download/<path>.metadata``
+  (three lines: commit, etag, unix timestamp).
+
+On top of that this module records, per commit, the repo file listing it resolved (so that
+``offline`` runs can tell complete from incomplete without the network) in
+``<repo storage folder>/.sparkops-hf_download/<commit>.json`` (cache mode) or
+``<local_dir>/.cache/huggingface/sparkops-hf_download/<commit>.json`` plus ``refs/<revision>`` there
+(local_dir mode). huggingface_hub >= 2 also keeps ``trees/<commit>.json`` which is used as a fallback.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import errno
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+import traceback
+
+HF_IMPORT_ERROR = None
+try:
+    import huggingface_hub
+    from huggingface_hub import HfApi, get_hf_file_metadata, hf_hub_url, snapshot_download
+    from huggingface_hub import constants as hf_constants
+    from huggingface_hub.utils import filter_repo_objects
+    try:
+        from huggingface_hub import errors as hf_errors
+    except ImportError:  # huggingface_hub < 0.23
+        from huggingface_hub import utils as hf_errors
+    HAS_HF = True
+except Exception:  # pylint: disable=broad-except  # ImportError, or a broken installation
+    HAS_HF = False
+    HF_IMPORT_ERROR = traceback.format_exc()
+    hf_errors = None
+
+
+class _Never(Exception):
+    """Placeholder for an error class the installed huggingface_hub does not define."""
+
+
+def _hf_error(name):
+    return getattr(hf_errors, name, None) or _Never
+
+
+GatedRepoError = _hf_error('GatedRepoError')
+RepositoryNotFoundError = _hf_error('RepositoryNotFoundError')
+RevisionNotFoundError = _hf_error('RevisionNotFoundError')
+EntryNotFoundError = _hf_error('EntryNotFoundError')
+LocalEntryNotFoundError = _hf_error('LocalEntryNotFoundError')
+HfHubHTTPError = _hf_error('HfHubHTTPError')
+OfflineModeIsEnabled = _hf_error('OfflineModeIsEnabled')
+DisabledRepoError = _hf_error('DisabledRepoError')
+
+DEFAULT_ENDPOINT = 'https://huggingface.co'
+LIBRARY_NAME = 'sparkops.specdec'
+LIBRARY_VERSION = '0.1.0'
+STATE_DIR_NAME = '.sparkops-hf_download'
+LOCAL_STATE_DIR_NAME = 'sparkops-hf_download'
+MANIFEST_FORMAT = 1
+REGEX_COMMIT = re.compile(r'^[0-9a-f]{40}$')
+SPACE_ERRNOS = (errno.ENOSPC, getattr(errno, 'EDQUOT', errno.ENOSPC))
+WRITE_ERRNOS = (errno.EACCES, errno.EPERM, errno.EROFS)
+CONNECTION_ERROR_NAMES = frozenset((
+    'ConnectError', 'ConnectionError', 'NetworkError', 'ProxyError', 'ConnectTimeout', 'ReadTimeout',
+    'WriteTimeout', 'PoolTimeout', 'TimeoutException', 'Timeout', 'ReadError', 'RemoteProtocolError',
+    'gaierror', 'TooManyRedirects', 'SSLError', 'MaxRetryError', 'NewConnectionError',
+))
+INTERRUPTED_ERROR_NAMES = frozenset(('RemoteProtocolError', 'ReadError', 'ChunkedEncodingError', 'IncompleteRead',
+                                     'ProtocolError'))
+TIMEOUT_ERROR_NAMES = frozenset(('ConnectTimeout', 'ReadTimeout', 'WriteTimeout', 'PoolTimeout', 'TimeoutException',
+                                 'Timeout', 'timeout', 'TimeoutError'))
+
+
+class HfDownloadError(Exception):
+    """A failure with a user-facing message that names the problem and the fix."""
+
+    def __init__(self, msg, kind='error', details=None):
+        super(HfDownloadError, self).__init__(msg)
+        self.msg = msg
+        self.kind = kind
+        self.details = details or {}
+
+
+class RemoteFile(object):
+    """One file of a repo at a commit: path, size in bytes, etag (sha256 for LFS files, else git blob id)."""
+
+    __slots__ = ('path', 'size', 'etag')
+
+    def __init__(self, path, size, etag):
+        self.path = path
+        self.size = int(size or 0)
+        self.etag = etag
+
+    def to_json(self):
+        return {'size': self.size, 'etag': self.etag}
+
+    def __repr__(self):
+        return 'RemoteFile(%r, %d, %r)' % (self.path, self.size, self.etag)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def scrub(text, secrets):
+    """Replace every secret in text with a placeholder."""
+    text = '' if text is None else str(text)
+    for secret in secrets or ():
+        if secret:
+            text = text.replace(secret, '********')
+    return text
+
+
+def repo_folder_name(repo_id, repo_type):
+    """huggingface_hub cache folder name, e.g. models--org--name."""
+    return '--'.join(['%ss' % repo_type] + repo_id.split('/'))
+
+
+def default_cache_dir():
+    if HAS_HF:
+        return hf_constants.HF_HUB_CACHE
+    return os.path.join(os.environ.get('HF_HOME', os.path.expanduser('~/.cache/huggingface')), 'hub')
+
+
+def _atomic_write(path, data):
+    directory = os.path.dirname(path)
+    if not os.path.isdir(directory):
+        os.makedirs(directory)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix='.tmp-', suffix='.part')
+    try:
+        with os.fdopen(fd, 'w') as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except Exception:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _read_text(path):
+    try:
+        with open(path, 'r') as f:
+            return f.read()
+    except (IOError, OSError):
+        return None
+
+
+def _existing_ancestor(path):
+    path = os.path.abspath(path)
+    while not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            break
+        path = parent
+    return path
+
+
+def _exception_chain(exc):
+    seen = []
+    todo = [exc]
+    while todo and len(seen) < 20:
+        cur = todo.pop(0)
+        if cur is None or any(cur is s for s in seen):
+            continue
+        seen.append(cur)
+        todo.extend([getattr(cur, '__cause__', None), getattr(cur, '__context__', None)])
+    return seen
+
+
+def _class_names(exc):
+    return set(cls.__name__ for cls in type(exc).__mro__)
+
+
+def _http_status(exc):
+    response = getattr(exc, 'response', None)
+    return getattr(response, 'status_code', None)
+
+
+def _server_message(exc):
+    msg = getattr(exc, 'server_message', None) or ''
+    response = getattr(exc, 'response', None)
+    headers = getattr(response, 'headers', None)
+    if headers is not None:
+        try:
+            msg = msg + ' ' + (headers.get('X-Error-Message') or '')
+        except Exception:  # pylint: disable=broad-except
+            pass
+    return msg
+
+
+def _first_line(text, limit=300):
+    for line in str(text).splitlines():
+        line = line.strip()
+        if line:
+            return line[:limit]
+    return ''
+
+
+# --------------------------------------------------------------------------- targets (on-disk state)
+
+
+class Target(object):
+    """Where files land: the huggingface_hub cache (cache_dir) or a plain directory (local_dir)."""
+
+    def __init__(self, repo_id, repo_type, cache_dir=None, local_dir=None):
+        self.repo_id = repo_id
+        self.repo_type = repo_type
+        self.local_dir = os.path.abspath(os.path.expanduser(local_dir)) if local_dir else None
+        self.cache_dir = None
+        self.storage_folder = None
+        if self.local_dir is None:
+            self.cache_dir = os.path.abspath(os.path.expanduser(cache_dir or default_cache_dir()))
+            self.storage_folder = os.path.join(self.cache_dir, repo_folder_name(repo_id, repo_type))
+            self.state_dir = os.path.join(self.storage_folder, STATE_DIR_NAME)
+        else:
+            self.state_dir = os.path.join(self.local_dir, '.cache', 'huggingface', LOCAL_STATE_DIR_NAME)
+
+    @property
+    def mode(self):
+        return 'local_dir' if self.local_dir else 'cache_dir'
+
+    @property
+    def write_root(self):
+        return self.local_dir or self.cache_dir
+
+    def path_for(self, commit):
+        if self.local_dir:
+            return self.local_dir
+        return os.path.join(self.storage_folder, 'snapshots', commit)
+
+    # refs ---------------------------------------------------------------
+    def _ref_path(self, revision):
+        if self.local_dir:
+            return os.path.join(self.state_dir, 'refs', *revision.split('/'))
+        return os.path.join(self.storage_folder, 'refs', *revision.split('/'))
+
+    def read_ref(self, revision):
+        if REGEX_COMMIT.match(revision):
+            return revision
+        value = _read_text(self._ref_path(revision))
+        value = value.strip() if value else None
+        return value if value and REGEX_COMMIT.match(value) else None
+
+    def recorded_commit(self, revision):
+        """Commit the target currently holds for revision (None if nothing recorded yet)."""
+        if REGEX_COMMIT.match(revision):
+            if self.local_dir is None:
+                return revision if os.path.isdir(self.path_for(revision)) else None
+            return revision if os.path.exists(self._manifest_path(revision)) else None
+        return self.read_ref(revision)
+
+    def write_ref(self, revision, commit):
+        if REGEX_COMMIT.match(revision) or self.read_ref(revision) == commit:
+            return False
+        _atomic_write(self._ref_path(revision), commit)
+        return True
+
+    # listing manifests --------------------------------------------------
+    def _manifest_path(self, commit):
+        return os.path.join(self.state_dir, '%s.json' % commit)
+
+    def read_listing(self, commit):
+        """Repo file listing recorded for commit: ours first, then the huggingface_hub >= 2 tree cache."""
+        raw = _read_text(self._manifest_path(commit))
+        if raw:
+            try:
+                data = json.loads(raw)
+                if data.get('format') == MANIFEST_FORMAT and data.get('commit') == commit:
+                    return [RemoteFile(p, v['size'], v.get('etag')) for p, v in sorted(data['files'].items())]
+            except (ValueError, KeyError, TypeError, AttributeError):
+                pass
+        if self.local_dir:
+            tree_path = os.path.join(self.local_dir, '.cache', 'huggingface', 'trees', '%s.json' % commit)
+        else:
+            tree_path = os.path.join(self.storage_folder, 'trees', '%s.json' % commit)
+        raw = _read_text(tree_path)
+        if raw:
+            try:
+                data = json.loads(raw)
+                if data.get('format_version') == 1:
+                    files = []
+                    for p, v in sorted(data['files'].items()):
+                        size = v.get('lfs_size') if v.get('lfs_sha256') else v['size']
+                        files.append(RemoteFile(p, size, v.get('lfs_sha256') or v.get('blob_id')))
+                    return files
+            except (ValueError, KeyError, TypeError, AttributeError):
+                pass
+        return None
+
+    def write_listing(self, commit, files, endpoint, revision):
+        path = self._manifest_path(commit)
+        if os.path.exists(path):
+            return
+        data = {
+            'format': MANIFEST_FORMAT,
+            'tool': 'sparkops.specdec.hf_download',
+            'repo_id': self.repo_id,
+            'repo_type': self.repo_type,
+            'commit': commit,
+            'revision': revision,
+            'endpoint': endpoint,
+            'files': dict((f.path, f.to_json()) for f in files),
+        }
+        _atomic_write(path, json.dumps(data, indent=1, sort_keys=True) + '\n')
+
+    # file state ---------------------------------------------------------
+    def file_state(self, commit, rfile):
+        """'present', 'link' (blob already in the cache, only the snapshot entry is missing) or 'missing'.
+
+        Never hashes file content: complete means "final name exists with the expected size" (and for
+        local_dir, download metadata of this commit or etag, not older than the file).
+        """
+        parts = rfile.path.split('/')
+        if self.local_dir:
+            fpath = os.path.join(self.local_dir, *parts)
+            try:
+                st = os.stat(fpath)
+            except OSError:
+                return 'missing'
+            if st.st_size != rfile.size:
+                return 'missing'
+            meta = _read_text(os.path.join(self.local_dir, '.cache', 'huggingface', 'download', *parts) + '.metadata')
+            if not meta:
+                return 'missing'
+            lines = meta.splitlines()
+            try:
+                meta_commit, meta_etag, stamp = lines[0].strip(), lines[1].strip(), float(lines[2].strip())
+            except (IndexError, ValueError):
+                return 'missing'
+            if meta_commit != commit and (not rfile.etag or meta_etag != rfile.etag):
+                return 'missing'
+            if st.st_mtime - 1 > stamp:  # modified after download (same rule as huggingface_hub)
+                return 'missing'
+            return 'present'
+        pointer = os.path.join(self.storage_folder, 'snapshots', commit, *parts)
+        try:
+            if os.stat(pointer).st_size == rfile.size:
+                return 'present'
+        except OSError:
+            pass
+        if rfile.etag:
+            try:
+                if os.stat(os.path.join(self.storage_folder, 'blobs', rfile.etag)).st_size == rfile.size:
+                    return 'link'
+            except OSError:
+                pass
+        return 'missing'
+
+    def discard_invalid(self, commit, rfiles):
+        """Remove entries of these (not complete) files that huggingface_hub would otherwise trust as complete.
+
+        huggingface_hub returns an existing snapshot entry (cache) or an entry with matching download metadata
+        (local_dir) without checking its size, so a truncated/corrupted file would never be repaired.
+        Files are complete only under their final name, so a wrong size means external damage.
+        """
+        removed = []
+        for rfile in rfiles:
+            parts = rfile.path.split('/')
+            if self.local_dir:
+                fpath = os.path.join(self.local_dir, *parts)
+                try:
+                    wrong = os.stat(fpath).st_size != rfile.size
+                except OSError:
+                    wrong = False
+                if wrong:
+                    _unlink(fpath)
+                    _unlink(os.path.join(self.local_dir, '.cache', 'huggingface', 'download', *parts) + '.metadata')
+                    removed.append(rfile.path)
+                continue
+            pointer = os.path.join(self.storage_folder, 'snapshots', commit, *parts)
+            if os.path.lexists(pointer):
+                _unlink(pointer)
+                removed.append(rfile.path)
+            if rfile.etag:
+                blob = os.path.join(self.storage_folder, 'blobs', rfile.etag)
+                try:
+                    if os.stat(blob).st_size != rfile.size:
+                        _unlink(blob)
+                except OSError:
+                    pass
+        return removed
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except OSError as e:
+        if e.errno != errno.ENOENT:
+            raise
+
+
+class Plan(object):
+    def __init__(self, target, commit, files, allow_patterns, ignore_patterns):
+        self.commit = commit
+        self.all_files = files
+        by_path = dict((f.path, f) for f in files)
+        selected = select_paths([f.path for f in files], allow_patterns, ignore_patterns)
+        self.selection = [by_path[p] for p in selected]
+        self.present, self.link, self.missing = [], [], []
+        for f in self.selection:
+            getattr(self, target.file_state(commit, f)).append(f)
+
+    @property
+    def to_fetch(self):
+        """Files that will be placed in the target (downloaded, or linked from an existing cache blob)."""
+        return sorted(self.missing + self.link, key=lambda f: f.path)
+
+    @property
+    def bytes_total(self):
+        return sum(f.size for f in self.selection)
+
+    @property
+    def bytes_download(self):
+        return sum(f.size for f in self.missing)
+
+
+def select_paths(paths, allow_patterns, ignore_patterns):
+    """Same pattern semantics as snapshot_download (fnmatch, '*' crosses '/')."""
+    if HAS_HF:
+        return list(filter_repo_objects(items=list(paths), allow_patterns=allow_patterns or None,
+                                        ignore_patterns=ignore_patterns or None))
+    import fnmatch  # pragma: no cover - only without huggingface_hub
+    out = []
+    for p in paths:
+        if allow_patterns and not any(fnmatch.fnmatchcase(p, pat) for pat in allow_patterns):
+            continue
+        if ignore_patterns and any(fnmatch.fnmatchcase(p, pat) for pat in ignore_patterns):
+            continue
+        out.append(p)
+    return out
+
+
+# --------------------------------------------------------------------------- huggingface_hub glue
+
+
+def configure_hf(timeout):
+    """Quiet, deterministic huggingface_hub settings for a module run."""
+    try:
+        huggingface_hub.utils.disable_progress_bars()
+    except Exception:  # pylint: disable=broad-except
+        pass
+    try:
+        huggingface_hub.utils.logging.set_verbosity_error()
+    except Exception:  # pylint: disable=broad-except
+        pass
+    # Telemetry would add requests to huggingface.co (2.x fetches an "agent harness" registry from the
+    # *default* endpoint when building the user agent) even when endpoint points to a mirror.
+    hf_constants.HF_HUB_DISABLE_TELEMETRY = True
+    hf_constants.HF_HUB_ETAG_TIMEOUT = timeout
+    hf_constants.HF_HUB_DOWNLOAD_TIMEOUT = timeout
+    _install_default_timeout(timeout)
+
+
+def _install_default_timeout(timeout):
+    """Give requests that huggingface_hub sends without a timeout (tree listing) a default one (httpx clients)."""
+    try:
+        from huggingface_hub.utils import _http as hf_http
+        base_factory = hf_http.default_client_factory
+        set_factory = huggingface_hub.set_client_factory
+    except Exception:  # pylint: disable=broad-except  # huggingface_hub 0.x (requests backend)
+        return
+
+    def hook(request):
+        current = request.extensions.get('timeout') or {}
+        if all(v is None for v in current.values()):
+            request.extensions['timeout'] = {'connect': timeout, 'read': timeout, 'write': timeout, 'pool': timeout}
+
+    def factory():
+        client = base_factory()
+        try:
+            client.event_hooks['request'].append(hook)
+        except Exception:  # pylint: disable=broad-except
+            pass
+        return client
+
+    try:
+        set_factory(factory)
+    except Exception:  # pylint: disable=broad-except
+        pass
+
+
+def _remote_file(entry):
+    lfs = getattr(entry, 'lfs', None)
+    if lfs:
+        sha = getattr(lfs, 'sha256', None) or (lfs.get('sha256') if hasattr(lfs, 'get') else None)
+        size = getattr(lfs, 'size', None) or (lfs.get('size') if hasattr(lfs, 'get') else None)
+        if sha:
+            return RemoteFile(entry.path, size if size is not None else entry.size, sha)
+    return RemoteFile(entry.path, entry.size, getattr(entry, 'blob_id', None))
+
+
+def resolve_remote(api, repo_id, repo_type, revision, timeout):
+    """Resolve revision to a commit and list the repo files at that commit."""
+    info = api.repo_info(repo_id=repo_id, repo_type=repo_type, revision=revision, timeout=timeout)
+    commit = getattr(info, 'sha', None)
+    if not commit:
+        raise HfDownloadError('the Hub did not return a commit SHA for %s@%s: check that endpoint points to a '
+                              'Hugging Face Hub compatible server' % (repo_id, revision))
+    files = []
+    for entry in api.list_repo_tree(repo_id=repo_id, recursive=True, revision=commit, repo_type=repo_type):
+        if hasattr(entry, 'blob_id') or hasattr(entry, 'lfs'):
+            files.append(_remote_file(entry))
+    files.sort(key=lambda f: f.path)
+    return commit, files
+
+
+def probe_access(repo_id, repo_type, commit, rfile, endpoint, token, timeout):
+    """HEAD one file: surfaces gated/permission errors before anything is written (and in check mode)."""
+    url = hf_hub_url(repo_id, rfile.path, repo_type=repo_type, revision=commit, endpoint=endpoint)
+    get_hf_file_metadata(url=url, token=token, timeout=timeout)
+
+
+def disk_space_check(target, needed_bytes):
+    """Fail early (ENOSPC) rather than half-way through a multi-GB download."""
+    if needed_bytes <= 0:
+        return
+    where = _existing_ancestor(target.write_root)
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError:
+        return
+    if free < needed_bytes:
+        raise HfDownloadError(
+            'not enough disk space (ENOSPC): %d bytes to download but only %d bytes free on the filesystem of %s: '
+            'free at least %d bytes or point %s at a larger filesystem, then re-run'
+            % (needed_bytes, free, where, needed_bytes - free, target.mode),
+            kind='disk_full')
+
+
+# --------------------------------------------------------------------------- error mapping
+
+
+def describe_error(exc, ctx):
+    """Map an exception to (kind, message naming the problem and the fix). Never includes the token.
+
+    ctx keys: repo_id, repo_type, revision, endpoint, token_given (bool), timeout, target (Target or None).
+    """
+    if isinstance(exc, HfDownloadError):
+        return exc.kind, exc.msg
+    repo = ctx['repo_id']
+    endpoint = ctx['endpoint']
+    repo_url = '%s/%s%s' % (endpoint, '' if ctx['repo_type'] == 'model' else ctx['repo_type'] + 's/', repo)
+    chain = _exception_chain(exc)
+    target = ctx.get('target')
+    where = target.write_root if target is not None else 'the target directory'
+
+    for e in chain:
+        if isinstance(e, (OSError, IOError)) and getattr(e, 'errno', None) in SPACE_ERRNOS:
+            return 'disk_full', (
+                'no space left on device (ENOSPC) while writing %s to %s: free disk space or point cache_dir/local_dir '
+                'at a larger filesystem, then re-run (completed files are kept, partial ones are discarded)'
+                % (repo, where))
+    for e in chain:
+        if isinstance(e, GatedRepoError):
+            if not ctx.get('token_given'):
+                return 'gated', (
+                    '%s is a gated repository and no HF token was given: set the token of an account that has access in '
+                    'HF_TOKEN / the token option (or token_file); if the account has no access yet, request access to %s '
+                    'on the Hub (%s), then re-run' % (repo, repo, repo_url))
+            return 'gated', (
+                'access to gated repository %s was denied for the given HF token: request access to %s on the Hub (%s), '
+                'then re-run (or use the token of an account that already has access)' % (repo, repo, repo_url))
+    for e in chain:
+        if isinstance(e, RevisionNotFoundError):
+            return 'revision_not_found', (
+                'revision %r not found in %s %s on %s: use an existing branch, tag or full 40-character commit SHA '
+                '(see %s/tree/main)' % (ctx['revision'], ctx['repo_type'], repo, endpoint, repo_url))
+    for e in chain:
+        if isinstance(e, HfHubHTTPError) and _http_status(e) == 401 and (
+                'invalid credentials' in _server_message(e).lower() or 'invalid credentials' in str(e).lower()
+                or (ctx.get('token_given') and not isinstance(e, RepositoryNotFoundError))):
+            return 'token_rejected', (
+                'HF token rejected by %s: set a valid token in HF_TOKEN / the token option (or token_file); '
+                'create or renew one at %s/settings/tokens' % (endpoint, endpoint))
+    for e in chain:
+        if isinstance(e, DisabledRepoError):
+            return 'repo_disabled', ('repository %s is disabled on %s: pick another repository' % (repo, endpoint))
+        if isinstance(e, RepositoryNotFoundError):
+            hint = ('if it is private, set a token with read access in HF_TOKEN / the token option'
+                    if not ctx.get('token_given') else 'if it is private, make sure the token can read it')
+            return 'repo_not_found', (
+                '%s repository %s not found on %s: check repo_id and repo_type (%s); %s'
+                % (ctx['repo_type'], repo, endpoint, ctx['repo_type'], hint))
+    for e in chain:
+        if isinstance(e, EntryNotFoundError) and not isinstance(e, LocalEntryNotFoundError):
+            return 'entry_not_found', (
+                'a file listed in %s@%s could not be downloaded from %s (entry not found; the revision may have been '
+                'rewritten): re-run; if it persists pin revision to a full commit SHA' % (repo, ctx['revision'], endpoint))
+    for e in chain:
+        if isinstance(e, OfflineModeIsEnabled):
+            return 'offline_env', (
+                'HF_HUB_OFFLINE is set in the environment of the target, so %s cannot be contacted: unset '
+                'HF_HUB_OFFLINE, or set offline=true to use only files already on disk' % endpoint)
+    for e in chain:
+        names = _class_names(e)
+        if names & TIMEOUT_ERROR_NAMES and names & (CONNECTION_ERROR_NAMES | TIMEOUT_ERROR_NAMES):
+            return 'unreachable', (
+                'timed out after %s seconds talking to the Hub at %s: check network/proxy, raise timeout, or set '
+                'offline=true to use only files already on disk' % (ctx.get('timeout'), endpoint))
+        if names & INTERRUPTED_ERROR_NAMES:
+            return 'interrupted', (
+                'the connection to %s was interrupted during the download of %s (%s: %s): re-run to retry; files that '
+                'completed are kept (and huggingface_hub resumes partial ones where it can)'
+                % (endpoint, repo, type(e).__name__, _first_line(e, 160)))
+        if names & CONNECTION_ERROR_NAMES:
+            return 'unreachable', (
+                'cannot reach the Hugging Face Hub at %s (%s: %s): check network, DNS, proxy (HTTPS_PROXY) and the '
+                'endpoint option / HF_ENDPOINT, or set offline=true to use only files already on disk'
+                % (endpoint, type(e).__name__, _first_line(e, 160)))
+    for e in chain:
+        status = _http_status(e)
+        if isinstance(e, HfHubHTTPError) and status is not None:
+            if status == 403:
+                return 'forbidden', (
+                    'access to %s forbidden by %s (HTTP 403): the token lacks read permission for this repository '
+                    '(fine-grained token?): grant "read" access to it or use another token' % (repo, endpoint))
+            if status == 429:
+                return 'rate_limited', ('rate limited by %s (HTTP 429): wait and re-run, or use an HF token '
+                                        '(authenticated requests get higher limits)' % endpoint)
+            if status >= 500:
+                return 'hub_error', ('the Hub at %s answered HTTP %d (%s): retry later'
+                                     % (endpoint, status, _first_line(e, 160)))
+            return 'http_error', ('the Hub at %s answered HTTP %d for %s (%s): check repo_id/revision/endpoint'
+                                  % (endpoint, status, repo, _first_line(e, 160)))
+    for e in chain:
+        if isinstance(e, (OSError, IOError)) and getattr(e, 'errno', None) in WRITE_ERRNOS:
+            return 'not_writable', (
+                'cannot write to %s (%s): fix ownership/permissions (or run with become) or choose another '
+                'cache_dir/local_dir' % (where, os.strerror(e.errno)))
+    return 'error', ('downloading %s from %s failed: %s: %s' % (repo, endpoint, type(exc).__name__, _first_line(exc)))
+
+
+# --------------------------------------------------------------------------- the whole operation
+
+
+def run(params, check_mode=False):
+    """Ensure repo files are present. Returns a result dict; raises HfDownloadError.
+
+    params: repo_id, revision, repo_type, cache_dir, local_dir, allow_patterns, ignore_patterns, token
+    (resolved string or None), endpoint, offline, max_workers, timeout.
+    """
+    started = time.time()
+    repo_id = params['repo_id']
+    repo_type = params.get('repo_type') or 'model'
+    revision = params.get('revision') or 'main'
+    endpoint = (params.get('endpoint') or DEFAULT_ENDPOINT).rstrip('/')
+    token = params.get('token') or None
+    timeout = params.get('timeout') or 60
+    allow = params.get('allow_patterns') or None
+    ignore = params.get('ignore_patterns') or None
+    target = Target(repo_id, repo_type, params.get('cache_dir'), params.get('local_dir'))
+    ctx = dict(repo_id=repo_id, repo_type=repo_type, revision=revision, endpoint=endpoint,
+               token_given=bool(token), timeout=timeout, target=target)
+    before_commit = target.recorded_commit(revision)
+    warnings = []
+
+    try:
+        if params.get('offline'):
+            plan = _offline_plan(target, revision, allow, ignore, endpoint)
+        else:
+            configure_hf(timeout)
+            api = HfApi(endpoint=endpoint, token=token if token else False,
+                        library_name=LIBRARY_NAME, library_version=LIBRARY_VERSION)
+            commit, files = resolve_remote(api, repo_id, repo_type, revision, timeout)
+            plan = Plan(target, commit, files, allow, ignore)
+            if plan.missing:
+                probe_access(repo_id, repo_type, commit, plan.missing[0], endpoint, token if token else False, timeout)
+        commit = plan.commit
+        if not plan.selection:
+            warnings.append('no file of %s@%s matches allow_patterns=%r / ignore_patterns=%r'
+                            % (repo_id, revision, allow, ignore))
+
+        fetch = plan.to_fetch
+        ref_moves = (target.local_dir is None and not REGEX_COMMIT.match(revision)
+                     and before_commit != commit and bool(plan.selection))
+        if fetch and params.get('offline'):
+            sample = ', '.join(f.path for f in fetch[:5]) + (', ...' if len(fetch) > 5 else '')
+            raise HfDownloadError(
+                'offline: the local copy of %s@%s (commit %s) in %s is incomplete: %d of %d file(s) missing or partial '
+                '(%s): re-run with offline=false and network access to %s to complete it'
+                % (repo_id, revision, commit, target.path_for(commit), len(fetch), len(plan.selection), sample, endpoint),
+                kind='offline_incomplete')
+
+        if not check_mode and not params.get('offline'):
+            if fetch:
+                disk_space_check(target, plan.bytes_download)
+                target.discard_invalid(commit, plan.missing)
+                _download(params, target, commit, allow, ignore, endpoint, token, timeout)
+                after = Plan(target, commit, plan.all_files, allow, ignore)
+                if after.to_fetch:
+                    bad = after.to_fetch
+                    raise HfDownloadError(
+                        'download of %s@%s finished but %d file(s) are still missing or of the wrong size (%s): re-run; '
+                        'if it persists remove %s and re-run'
+                        % (repo_id, commit, len(bad), ', '.join(f.path for f in bad[:5]), target.path_for(commit)),
+                        kind='incomplete')
+            if plan.selection:
+                target.write_ref(revision, commit)
+                try:
+                    target.write_listing(commit, plan.all_files, endpoint, revision)
+                except (IOError, OSError) as e:  # bookkeeping only: the files themselves are complete
+                    warnings.append('could not record the file listing of %s@%s in %s (%s): offline=true will not be '
+                                    'able to verify this copy' % (repo_id, commit, target.state_dir, e))
+        elif check_mode and fetch and not params.get('offline'):
+            try:
+                disk_space_check(target, plan.bytes_download)
+            except HfDownloadError as e:
+                warnings.append(e.msg)
+    except HfDownloadError:
+        raise
+    except Exception as exc:  # pylint: disable=broad-except
+        kind, msg = describe_error(exc, ctx)
+        raise HfDownloadError(msg, kind=kind, details={'exception_type': type(exc).__name__})
+
+    changed = bool(fetch) or ref_moves
+    result = {
+        'changed': changed,
+        'path': target.path_for(commit),
+        'commit': commit,
+        'files': len(plan.selection),
+        'fetched_files': [f.path for f in fetch],
+        'bytes_fetched': plan.bytes_download,
+        'bytes_total': plan.bytes_total,
+        'seconds': round(time.time() - started, 3),
+        'diff': {
+            'before': {'commit': before_commit, 'files_present': len(plan.present)},
+            'after': {'commit': commit, 'files_present': len(plan.selection)},
+            'before_header': '%s (%s)' % (repo_id, target.path_for(before_commit or commit)),
+            'after_header': '%s (%s)' % (repo_id, target.path_for(commit)),
+        },
+        'warnings': warnings,
+    }
+    return result
+
+
+def _offline_plan(target, revision, allow, ignore, endpoint):
+    commit = target.read_ref(revision)
+    if commit is None:
+        raise HfDownloadError(
+            'offline: no local record of revision %r of %s in %s: run once with offline=false (needs network access to '
+            '%s), or pass the full 40-character commit SHA as revision' % (revision, target.repo_id, target.write_root, endpoint),
+            kind='offline_incomplete')
+    files = target.read_listing(commit)
+    if files is None:
+        raise HfDownloadError(
+            'offline: cannot verify that %s@%s (commit %s) in %s is complete: no file listing was recorded for that '
+            'commit: run once with offline=false (needs network access to %s)'
+            % (target.repo_id, revision, commit, target.path_for(commit), endpoint),
+            kind='offline_incomplete')
+    return Plan(target, commit, files, allow, ignore)
+
+
+def _download(params, target, commit, allow, ignore, endpoint, token, timeout):
+    kwargs = dict(
+        repo_id=params['repo_id'],
+        repo_type=params.get('repo_type') or 'model',
+        revision=commit,
+        allow_patterns=allow,
+        ignore_patterns=ignore,
+        token=token if token else False,
+        endpoint=endpoint,
+        max_workers=max(1, int(params.get('max_workers') or 8)),
+        etag_timeout=timeout,
+    )
+    if target.local_dir:
+        kwargs['local_dir'] = target.local_dir
+    else:
+        kwargs['cache_dir'] = target.cache_dir
+    return snapshot_download(**kwargs)

@@ -1,0 +1,362 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+---
+module: hf_download
+short_description: Download a Hugging Face Hub repository snapshot idempotently
+version_added: 0.1.0
+description:
+  - Resolves O(revision) of a Hugging Face Hub repository to a commit SHA, compares the files of that commit
+    (optionally filtered by O(allow_patterns) / O(ignore_patterns)) with what is already on disk and downloads
+    only what is missing, with C(huggingface_hub) (C(HfApi.repo_info), C(HfApi.list_repo_tree),
+    C(snapshot_download)).
+  - Idempotent by content. A complete snapshot is recognised from file names and sizes only (no re-hashing
+    of large files) and nothing is downloaded; C(changed) is then V(false).
+    Partial files are never reported complete. C(huggingface_hub) downloads to a temporary
+    C(*.incomplete) file and gives it its final name only when it is complete, and the module checks sizes.
+  - Files go either to the C(huggingface_hub) cache (O(cache_dir), the default) or to a plain directory
+    (O(local_dir)).
+  - With O(offline=true) no network access is made at all. The module only checks that the files recorded for
+    O(revision) are present, and fails clearly if they are not.
+  - Runs on the target host. C(huggingface_hub) must be installed for the Python interpreter that runs the module.
+author:
+  - sparkops maintainers (@sparkops)
+requirements:
+  - huggingface_hub >= 1.0 on the target (tested with 1.0.0, 1.33.0 and 2.4.0)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details:
+      - Resolves the revision on the Hub and compares it with the files on disk. Reports the files and bytes that
+        would be fetched (C(fetched_files), C(bytes_fetched)) and C(changed) accordingly. Downloads and writes nothing.
+  diff_mode:
+    support: full
+    details:
+      - Returns the commit on disk before and after the run, and how many selected files were present.
+  platform:
+    platforms: posix
+    support: full
+  action_group:
+    description: Use C(group/sparkops.specdec.specdec) in C(module_defaults) to set defaults for this module.
+    support: full
+    membership:
+      - sparkops.specdec.specdec
+options:
+  repo_id:
+    description:
+      - Repository id on the Hub, V(<namespace>/<name>), for example V(openai/gpt-oss-120b).
+    type: str
+    required: true
+  revision:
+    description:
+      - Branch, tag or full 40-character commit SHA to download.
+      - A branch or tag is resolved to a commit SHA on every online run, so a moved branch is detected.
+    type: str
+    default: main
+  repo_type:
+    description:
+      - Type of the repository.
+    type: str
+    choices: [model, dataset]
+    default: model
+  cache_dir:
+    description:
+      - C(huggingface_hub) cache directory (the C(.../huggingface/hub) directory). Files land in
+        C(<cache_dir>/<models|datasets>--<namespace>--<name>/snapshots/<commit>/), as symlinks to content-addressed blobs.
+      - When neither O(cache_dir) nor O(local_dir) is set, the C(huggingface_hub) default is used
+        (E(HF_HUB_CACHE), else C($HF_HOME/hub), else C(~/.cache/huggingface/hub)) of the user running the module.
+      - Mutually exclusive with O(local_dir).
+    type: path
+  local_dir:
+    description:
+      - Download into this plain directory instead of the cache, keeping the repository layout.
+        C(huggingface_hub) keeps its download metadata in C(<local_dir>/.cache/huggingface/).
+      - Mutually exclusive with O(cache_dir).
+    type: path
+  allow_patterns:
+    description:
+      - Only files matching at least one of these glob patterns are selected (C(fnmatch) syntax, as in
+        C(snapshot_download); V(*) also matches V(/)).
+      - When not set, all files are selected.
+    type: list
+    elements: str
+  ignore_patterns:
+    description:
+      - Files matching any of these glob patterns are not selected (applied after O(allow_patterns)).
+    type: list
+    elements: str
+  token:
+    description:
+      - Hugging Face access token (read scope is enough). Needed for gated and private repositories.
+      - If neither O(token) nor O(token_file) is set, the E(HF_TOKEN) environment variable of the module is used.
+      - The stored login token of C(huggingface_hub) (C(hf auth login)) is deliberately not used.
+      - Never logged nor returned.
+      - Mutually exclusive with O(token_file).
+    type: str
+  token_file:
+    description:
+      - Path of a file on the target that contains the token (surrounding whitespace is stripped).
+      - Mutually exclusive with O(token).
+    type: path
+  endpoint:
+    description:
+      - Base URL of the Hub or of a Hub compatible mirror.
+      - If not set, the E(HF_ENDPOINT) environment variable of the module is used, else the public Hub.
+    type: str
+    default: https://huggingface.co
+  offline:
+    description:
+      - Use only what is already on disk, with no network access at all.
+      - O(revision) is resolved from the local record (C(refs/)) of a previous online run, unless it is a full commit SHA.
+      - Fails if the files are incomplete, or if completeness cannot be verified because no online run recorded the
+        file listing of that commit.
+    type: bool
+    default: false
+  max_workers:
+    description:
+      - Number of files downloaded in parallel.
+    type: int
+    default: 8
+  timeout:
+    description:
+      - HTTP timeout in seconds for each connection and read of the Hub API and file downloads.
+        It is not a limit on the total duration of the download.
+    type: int
+    default: 60
+notes:
+  - "Errors name the problem and the fix. The C(error_kind) of the failure is one of:
+    C(gated) (gated repository without access: request access to the repository on the Hub, then re-run),
+    C(token_rejected) (invalid or expired token: set a valid token in E(HF_TOKEN) / O(token)),
+    C(repo_not_found), C(revision_not_found), C(repo_disabled), C(entry_not_found),
+    C(forbidden) (HTTP 403, token without read permission), C(rate_limited) (HTTP 429), C(hub_error) (HTTP 5xx),
+    C(http_error) (another HTTP error),
+    C(unreachable) (network, DNS, proxy or timeout; names the endpoint),
+    C(interrupted) (connection dropped during a transfer: re-run), C(offline_env) (E(HF_HUB_OFFLINE) is set),
+    C(offline_incomplete) (O(offline=true) and files are missing or cannot be verified),
+    C(disk_full) (ENOSPC or quota; also checked before downloading), C(not_writable) (permission denied or read-only
+    filesystem), C(incomplete) (files still missing after a download), C(missing_library)
+    (C(huggingface_hub) not installed for the module's Python), C(token_file) (unreadable or empty token file),
+    C(invalid_option), and C(error) (anything else)."
+  - "On-disk formats are those of C(huggingface_hub): the cache layout
+    (C(refs/<revision>), C(snapshots/<commit>/<path>), C(blobs/<etag>)), and for O(local_dir) the
+    C(.cache/huggingface/download/<path>.metadata) files. See U(https://huggingface.co/docs/huggingface_hub/guides/manage-cache)."
+  - "The module also records the file listing of each commit it resolved, in
+    C(<cache_dir>/<repo folder>/.sparkops-hf_download/<commit>.json), or in C(<local_dir>/.cache/huggingface/sparkops-hf_download/)
+    together with C(refs/<revision>). O(offline=true) uses that listing. The C(trees/<commit>.json) cache of C(huggingface_hub) 2.x
+    is also accepted."
+  - "C(changed) is V(true) when files were fetched. In the cache, it is also V(true) when the local C(refs/<revision>) is
+    moved to another commit whose files are all present already, because the returned RV(path) changes."
+  - "C(huggingface_hub) telemetry is disabled during the run: version 2.x would otherwise contact the public Hub even when
+    O(endpoint) points to a mirror. Xet storage is used only when the Hub announces it and C(hf_xet) is installed;
+    otherwise, or with E(HF_HUB_DISABLE_XET=1), files are downloaded over plain HTTP."
+seealso:
+  - name: huggingface_hub download guide
+    description: Download files from the Hub with huggingface_hub.
+    link: https://huggingface.co/docs/huggingface_hub/guides/download
+"""
+
+EXAMPLES = r"""
+- name: Download the gpt-oss-120b target model into the default HF cache
+  sparkops.specdec.hf_download:
+    repo_id: openai/gpt-oss-120b
+  register: target_model
+
+- name: Download the EAGLE-3 draft model at a pinned commit, weights and configs only
+  sparkops.specdec.hf_download:
+    repo_id: nvidia/gpt-oss-120b-Eagle3-long-context
+    revision: 0123456789abcdef0123456789abcdef01234567
+    cache_dir: /srv/models/huggingface/hub
+    allow_patterns: ["*.json", "*.safetensors"]
+
+- name: Download a gated model with a token kept in a file on the target
+  sparkops.specdec.hf_download:
+    repo_id: nvidia/Llama-3.3-70B-Instruct-FP4
+    cache_dir: /srv/models/huggingface/hub
+    token_file: /etc/sparkops/hf_token
+    max_workers: 16
+    timeout: 120
+
+- name: Download into a plain directory from a local Hub mirror
+  sparkops.specdec.hf_download:
+    repo_id: nvidia/Qwen3-235B-A22B-FP4
+    local_dir: /srv/models/Qwen3-235B-A22B-FP4
+    endpoint: http://hub.lab.internal:8080
+    ignore_patterns: ["*.md"]
+
+- name: Verify, without network, that the model is complete on an air-gapped Spark
+  sparkops.specdec.hf_download:
+    repo_id: openai/gpt-oss-120b
+    cache_dir: /srv/models/huggingface/hub
+    offline: true
+
+- name: Use the snapshot path
+  ansible.builtin.debug:
+    msg: "serving {{ target_model.path }} (commit {{ target_model.commit }}, {{ target_model.bytes_total }} bytes)"
+"""
+
+RETURN = r"""
+path:
+  description:
+    - Local directory holding the selected files. In the cache, the snapshot directory of the commit.
+      With O(local_dir), the absolute O(local_dir).
+    - In check mode, the directory the files would be in.
+  returned: success
+  type: str
+  sample: /srv/models/huggingface/hub/models--openai--gpt-oss-120b/snapshots/0123456789abcdef0123456789abcdef01234567
+commit:
+  description: Full commit SHA that O(revision) resolved to.
+  returned: success
+  type: str
+  sample: 0123456789abcdef0123456789abcdef01234567
+files:
+  description: Number of files of the commit selected by O(allow_patterns) / O(ignore_patterns).
+  returned: success
+  type: int
+  sample: 23
+fetched_files:
+  description:
+    - Repository paths placed on disk by this run, sorted. Includes files only linked from a blob that was
+      already in the cache. In check mode, the paths that would be fetched. Empty when nothing changed.
+  returned: success
+  type: list
+  elements: str
+  sample: ["config.json", "model-00001-of-00002.safetensors"]
+bytes_fetched:
+  description:
+    - Size in bytes of the files downloaded from the Hub by this run (files linked from blobs already in the cache
+      are not counted). In check mode, the bytes that would be downloaded.
+  returned: success
+  type: int
+  sample: 65249924096
+bytes_total:
+  description: Total size in bytes of the selected files.
+  returned: success
+  type: int
+  sample: 65249924096
+seconds:
+  description: Wall-clock duration of the module run, in seconds.
+  returned: success
+  type: float
+  sample: 12.345
+error_kind:
+  description: Machine-readable class of the failure (see the notes), for C(failed_when) / C(rescue) logic.
+  returned: failure
+  type: str
+  sample: gated
+"""
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_required_lib
+
+from ansible_collections.sparkops.specdec.plugins.module_utils._hf import (
+    DEFAULT_ENDPOINT,
+    HAS_HF,
+    HF_IMPORT_ERROR,
+    HfDownloadError,
+    run,
+    scrub,
+)
+
+
+def argument_spec():
+    return dict(
+        repo_id=dict(type='str', required=True),
+        revision=dict(type='str', default='main'),
+        repo_type=dict(type='str', default='model', choices=['model', 'dataset']),
+        cache_dir=dict(type='path'),
+        local_dir=dict(type='path'),
+        allow_patterns=dict(type='list', elements='str'),
+        ignore_patterns=dict(type='list', elements='str'),
+        # HF_TOKEN is applied in main(), not with fallback=: Ansible applies fallbacks before the
+        # mutually_exclusive check, so HF_TOKEN in the environment would make token_file unusable.
+        token=dict(type='str', no_log=True),
+        token_file=dict(type='path'),
+        endpoint=dict(type='str', default=DEFAULT_ENDPOINT, fallback=(env_fallback, ['HF_ENDPOINT'])),
+        offline=dict(type='bool', default=False),
+        max_workers=dict(type='int', default=8),
+        timeout=dict(type='int', default=60),
+    )
+
+
+def _read_token_file(module, path):
+    try:
+        with open(path, 'r') as f:
+            token = f.read().strip()
+    except (IOError, OSError) as e:
+        module.fail_json(msg='cannot read token_file %s (%s): make it readable by the user running the module, or use '
+                             'the token option / HF_TOKEN' % (path, e.strerror or type(e).__name__),
+                         error_kind='token_file')
+    if not token:
+        module.fail_json(msg='token_file %s is empty: write the HF token in it (one line)' % path, error_kind='token_file')
+    return token
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=argument_spec(),
+        mutually_exclusive=[('cache_dir', 'local_dir'), ('token', 'token_file')],
+        supports_check_mode=True,
+    )
+    params = dict(module.params)
+
+    if params['token_file']:
+        params['token'] = _read_token_file(module, params['token_file'])
+    elif not params['token']:
+        params['token'] = os.environ.get('HF_TOKEN', '').strip() or None
+    token = params['token'] or None
+    if token:
+        module.no_log_values.add(token)
+    secrets = [token] if token else []
+
+    def fail(msg, kind, **kwargs):
+        module.fail_json(msg=scrub(msg, secrets), error_kind=kind, **kwargs)
+
+    if not HAS_HF:
+        fail(missing_required_lib('huggingface_hub'), 'missing_library', exception=scrub(HF_IMPORT_ERROR, secrets))
+
+    repo_id = (params['repo_id'] or '').strip()
+    if not repo_id or repo_id.startswith('/') or repo_id.endswith('/') or repo_id.count('/') > 1 or '..' in repo_id:
+        fail('repo_id %r is not a Hub repository id: use <namespace>/<name>, e.g. openai/gpt-oss-120b' % repo_id,
+             'invalid_option')
+    params['repo_id'] = repo_id
+    if not (params['revision'] or '').strip():
+        fail('revision must not be empty: use a branch, tag or commit SHA (default main)', 'invalid_option')
+    endpoint = (params['endpoint'] or DEFAULT_ENDPOINT).strip().rstrip('/')
+    if not endpoint.startswith(('http://', 'https://')):
+        fail('endpoint %r is not an http(s) URL: use e.g. https://huggingface.co or http://mirror:8080' % endpoint,
+             'invalid_option')
+    params['endpoint'] = endpoint
+    if params['max_workers'] < 1:
+        fail('max_workers must be >= 1 (got %d)' % params['max_workers'], 'invalid_option')
+    if params['timeout'] < 1:
+        fail('timeout must be >= 1 second (got %d)' % params['timeout'], 'invalid_option')
+    for key in ('cache_dir', 'local_dir'):
+        if params[key]:
+            params[key] = os.path.abspath(params[key])
+
+    try:
+        result = run(params, check_mode=module.check_mode)
+    except HfDownloadError as e:
+        fail(e.msg, e.kind)
+        return
+
+    for warning in result.pop('warnings', []):
+        module.warn(scrub(warning, secrets))
+    diff = result.pop('diff')
+    if module._diff:
+        result['diff'] = diff
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,168 @@
+# -*- coding: utf-8 -*-
+# Shared pytest fixtures for the sparkops.specdec unit tests.
+#
+# Hugging Face fixtures (used by tests/unit/plugins/*/test_hf*.py):
+#   hub          - tests/lab/images/hub/hub_server.py started once per session in a subprocess
+#                  (stdlib only: run with `python -I -S`) on 127.0.0.1, free port, lab tokens.
+#   closed_port  - a 127.0.0.1 port with nothing listening (connection refused).
+#   silent_port  - a 127.0.0.1 port that accepts connections but never answers (timeouts).
+#   hf_env       - a clean environment for huggingface_hub (no HF_TOKEN/HF_ENDPOINT/HF_HUB_OFFLINE/proxies).
+#   loopback_only - fails the test if anything tries to resolve or connect to a non-loopback address.
+
+from __future__ import annotations
+
+import collections
+import ipaddress
+import json
+import os
+import select
+import socket
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+HUB_DIR = os.path.join(HERE, '..', 'lab', 'images', 'hub')
+HUB_SERVER = os.path.abspath(os.path.join(HUB_DIR, 'hub_server.py'))
+HUB_REPOS = os.path.abspath(os.path.join(HUB_DIR, 'repos.json'))
+
+# Lab tokens (not real Hugging Face tokens).
+HF_TOKEN_GATED = 'hf_labAliceHasGatedAccess0123456789abcdef'
+HF_TOKEN_NO_GATE = 'hf_labBobHasNoGatedAccess9876543210fedcba'
+HF_TOKEN_INVALID = 'hf_labUnknownTokenZZZZ00000000000000000000'
+GATED_REPO = 'nvidia/Llama-3.3-70B-Instruct-FP4'
+LAB_TOKENS = {
+    HF_TOKEN_GATED: {'name': 'alice', 'gated_access': [GATED_REPO]},
+    HF_TOKEN_NO_GATE: {'name': 'bob', 'gated_access': []},
+}
+
+HubInfo = collections.namedtuple('HubInfo', 'url port log_path process')
+
+
+def _read_ready_line(proc, timeout=60):
+    ready = select.select([proc.stdout], [], [], timeout)[0]
+    if not ready:
+        raise RuntimeError('hub_server.py did not start within %ss' % timeout)
+    return proc.stdout.readline().strip()
+
+
+@pytest.fixture(scope='session')
+def hub(tmp_path_factory):
+    """Start hub_server.py on 127.0.0.1 (free port); yields HubInfo(url, port, log_path, process)."""
+    workdir = tmp_path_factory.mktemp('hub')
+    tokens = workdir / 'tokens.json'
+    tokens.write_text(json.dumps(LAB_TOKENS))
+    log_path = str(workdir / 'hub.log')
+    with open(log_path, 'w') as log:
+        proc = subprocess.Popen(
+            [sys.executable, '-I', '-S', HUB_SERVER, '--host', '127.0.0.1', '--port', '0',
+             '--repos', HUB_REPOS, '--tokens', str(tokens)],
+            stdout=subprocess.PIPE, stderr=log, universal_newlines=True,
+        )
+    try:
+        line = _read_ready_line(proc)
+        if not line.startswith('READY http://127.0.0.1:'):
+            raise RuntimeError('unexpected hub_server.py output %r (log: %s)' % (line, log_path))
+        url = line.split(' ', 1)[1]
+        yield HubInfo(url=url, port=int(url.rsplit(':', 1)[1]), log_path=log_path, process=proc)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture
+def closed_port():
+    """A loopback port with no listener (binds, reads the port, closes)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(('127.0.0.1', 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+@pytest.fixture
+def silent_port():
+    """A loopback port that accepts TCP connections (kernel backlog) but never sends a byte."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(('127.0.0.1', 0))
+    sock.listen(16)
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        sock.close()
+
+
+@pytest.fixture
+def hf_env(monkeypatch, tmp_path):
+    """Environment without HF / proxy variables that would change huggingface_hub behaviour.
+
+    huggingface_hub's import-time settings are reset for every test: telemetry is re-enabled and the
+    agent-harness registry forgotten, so that code under test must itself keep huggingface_hub from
+    contacting the public Hub (loopback_only reports it otherwise).
+    """
+    for name in ('HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN', 'HF_ENDPOINT', 'HF_HUB_OFFLINE', 'TRANSFORMERS_OFFLINE',
+                 'HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY', 'http_proxy', 'https_proxy', 'all_proxy'):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv('NO_PROXY', '127.0.0.1,localhost')
+    try:
+        from huggingface_hub import constants as hf_constants
+    except ImportError:
+        return monkeypatch
+    monkeypatch.setattr(hf_constants, 'HF_HUB_DISABLE_TELEMETRY', False)
+    monkeypatch.setattr(hf_constants, 'HF_HUB_OFFLINE', False)
+    if hasattr(hf_constants, 'AGENT_HARNESSES_PATH'):
+        monkeypatch.setattr(hf_constants, 'AGENT_HARNESSES_PATH', str(tmp_path / 'agent-harnesses.json'))
+    try:
+        from huggingface_hub.utils import _detect_agent
+        monkeypatch.setattr(_detect_agent, '_registry', None)
+    except ImportError:
+        pass
+    return monkeypatch
+
+
+def _is_loopback(host):
+    if host in ('localhost', 'localhost.localdomain'):
+        return True
+    try:
+        return ipaddress.ip_address(host.split('%')[0]).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture
+def loopback_only(monkeypatch):
+    """Fail loudly if code under test talks to anything but 127.0.0.1 / ::1."""
+    real_getaddrinfo = socket.getaddrinfo
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+    violations = []  # also catches attempts made inside best-effort code that swallows exceptions
+
+    def guarded_getaddrinfo(host, *args, **kwargs):
+        if host is not None and not _is_loopback(host if isinstance(host, str) else host.decode()):
+            violations.append('resolve %r' % (host,))
+            raise OSError('loopback_only: test tried to resolve non-loopback host %r' % (host,))
+        return real_getaddrinfo(host, *args, **kwargs)
+
+    def _check(address):
+        if isinstance(address, tuple) and not _is_loopback(str(address[0])):
+            violations.append('connect %r' % (address,))
+            raise OSError('loopback_only: test tried to connect to non-loopback address %r' % (address,))
+
+    def guarded_connect(self, address):
+        _check(address)
+        return real_connect(self, address)
+
+    def guarded_connect_ex(self, address):
+        _check(address)
+        return real_connect_ex(self, address)
+
+    monkeypatch.setattr(socket, 'getaddrinfo', guarded_getaddrinfo)
+    monkeypatch.setattr(socket.socket, 'connect', guarded_connect)
+    monkeypatch.setattr(socket.socket, 'connect_ex', guarded_connect_ex)
+    yield violations
+    assert not violations, 'non-loopback network access: %s' % violations
