@@ -18,7 +18,7 @@ import pytest
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _hf
 
-from conftest import (  # pylint: disable=import-error
+from ansible_collections.sparkops.specdec.tests.unit.conftest import (
     GATED_REPO, HF_TOKEN_GATED, HF_TOKEN_INVALID, HF_TOKEN_NO_GATE, HUB_REPOS, HUB_SERVER, LAB_TOKENS,
 )
 

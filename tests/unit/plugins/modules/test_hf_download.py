@@ -16,7 +16,9 @@ from ansible.module_utils.testing import patch_module_args
 from ansible_collections.sparkops.specdec.plugins.module_utils import _hf
 from ansible_collections.sparkops.specdec.plugins.modules import hf_download
 
-from conftest import GATED_REPO, HF_TOKEN_GATED, HF_TOKEN_INVALID, HF_TOKEN_NO_GATE  # pylint: disable=import-error
+from ansible_collections.sparkops.specdec.tests.unit.conftest import (
+    GATED_REPO, HF_TOKEN_GATED, HF_TOKEN_INVALID, HF_TOKEN_NO_GATE,
+)
 
 pytestmark = pytest.mark.usefixtures('hf_env', 'loopback_only')
 
