@@ -6,7 +6,7 @@ VENV := $(CURDIR)/.venv
 BIN := $(VENV)/bin
 COLL := $(CURDIR)/.build/collections
 LINK := $(COLL)/ansible_collections/sparkops/specdec
-SANITY := $(CURDIR)/.build/sanity/ansible_collections/sparkops/specdec
+SANITY := $(or $(TMPDIR),/tmp)/sparkops-sanity/ansible_collections/sparkops/specdec
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export PATH := $(BIN):$(PATH)
 export PYTHONPATH := $(COLL)
@@ -56,10 +56,11 @@ sanity: deps  ## ansible-test sanity on a copy of the collection
 units: deps  ## pytest unit tests
 	$(BIN)/python -m pytest -q tests/unit
 
-molecule: lab-up  ## Molecule scenarios on the lab (single node, two nodes)
-	cd $(CURDIR) && $(BIN)/molecule test --all
+molecule: lab-up  ## Molecule scenarios on the lab: two nodes, then one node with each method
+	$(BIN)/molecule test -s two_nodes
+	for m in eagle3 draft_target none; do SPECDEC_METHOD=$$m $(BIN)/molecule test -s single_node || exit 1; done
 
-test: lint sanity units molecule  ## everything CI runs
+test: lint sanity molecule units  ## everything CI runs (pytest last: its summary closes the run)
 
 clean: lab-down  ## remove the lab and build products (keeps downloaded nothing else)
 	rm -rf .build .lab

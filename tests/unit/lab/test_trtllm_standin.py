@@ -40,7 +40,7 @@ def _has_modules(python, *modules):
         return False
     code = "import " + ", ".join(modules)
     try:
-        return subprocess.run([python, "-c", code], capture_output=True,
+        return subprocess.run(check=False, args=[python, "-c", code], capture_output=True,
                               timeout=30).returncode == 0
     except (OSError, subprocess.TimeoutExpired):
         return False
@@ -85,7 +85,7 @@ def mpi_env(**extra):
 
 
 def run_serve(args, timeout=60, env=None):
-    return subprocess.run([PY, str(SERVE)] + list(args), capture_output=True, text=True,
+    return subprocess.run(check=False, args=[PY, str(SERVE)] + list(args), capture_output=True, text=True,
                           timeout=timeout, env=env or clean_env())
 
 
@@ -172,7 +172,7 @@ def write(tmp_path, name, text):
 @pytest.mark.parametrize("name", sorted(RUNBOOKS))
 def test_runbook_yaml_passes(name, models, tmp_path):
     yaml = pytest.importorskip("yaml")
-    _, draft = models
+    _unused, draft = models
     make, cli = RUNBOOKS[name]
     data = yaml.safe_load(make(draft))
     extra = sis.validate_extra_options(data, source=name)
@@ -210,7 +210,7 @@ def _eagle(draft, **spec):
     ("kv_fraction_range", "kv_cache_config.free_gpu_memory_fraction: Value error"),
 ])
 def test_bad_yaml_rejected(case, needle, models):
-    _, draft = models
+    _unused, draft = models
     data = {
         "unknown_spec_key": {"speculative_config": {
             "decoding_type": "Eagle", "max_draf_len": 3, "max_draft_len": 3,
@@ -237,7 +237,7 @@ def test_bad_yaml_rejected(case, needle, models):
 
 
 def test_pydantic_lax_coercion_like_real_trtllm(models):
-    _, draft = models
+    _unused, draft = models
     out = sis.validate_extra_options({
         "kv_cache_config": {"free_gpu_memory_fraction": 1, "enable_block_reuse": "false"},
         "cuda_graph_config": {"max_batch_size": 2.0, "enable_padding": "yes"},
@@ -257,11 +257,11 @@ def test_empty_or_non_mapping_yaml_rejected():
 
 
 def test_cli_and_yaml_overlap_warns_and_yaml_wins(models):
-    _, draft = models
+    _unused, draft = models
     extra = sis.validate_extra_options({
         "max_num_tokens": 2048,
         "kv_cache_config": {"free_gpu_memory_fraction": 0.7, "enable_block_reuse": False}})
-    _, opts, given = sis.parse_serve_args(
+    _model, opts, given = sis.parse_serve_args(
         ["m", "--max_num_tokens", "1024", "--kv_cache_free_gpu_memory_fraction", "0.8"])
     eff, warnings = sis.effective_settings(opts, given, extra, source="x.yaml")
     assert eff["max_num_tokens"] == 2048 and eff["free_gpu_memory_fraction"] == 0.7
@@ -272,7 +272,7 @@ def test_cli_and_yaml_overlap_warns_and_yaml_wins(models):
 
 def test_kv_cache_config_in_yaml_replaces_cli_fraction():
     extra = sis.validate_extra_options({"kv_cache_config": {"enable_block_reuse": False}})
-    _, opts, given = sis.parse_serve_args(["m", "--kv_cache_free_gpu_memory_fraction", "0.5"])
+    _model, opts, given = sis.parse_serve_args(["m", "--kv_cache_free_gpu_memory_fraction", "0.5"])
     eff, warnings = sis.effective_settings(opts, given, extra, source="x.yaml")
     assert eff["free_gpu_memory_fraction"] == sis.KV_FRACTION_DEFAULT
     assert len(warnings) == 1 and "replaces the command-line KV cache config" in warnings[0]
@@ -301,7 +301,7 @@ def test_cli_real_flags_and_aliases():
     assert opts["extra_llm_api_options"] == "x.yaml"
     assert "free_gpu_memory_fraction" in given and "max_seq_len" in given
     # `serve` is the default command; --config is the alias of --extra_llm_api_options
-    model, opts, _ = sis.parse_serve_args(["m", "--config", "y.yaml", "--tp_size", "1"])
+    model, opts, _unused = sis.parse_serve_args(["m", "--config", "y.yaml", "--tp_size", "1"])
     assert model == "m" and opts["extra_llm_api_options"] == "y.yaml"
     assert opts["host"] == "localhost" and opts["port"] == 8000
     assert opts["backend"] == "pytorch"
@@ -327,7 +327,7 @@ def test_cli_usage_errors(argv, needle):
 
 @needs_py
 def test_cli_unknown_flag_exits_2_like_click(models):
-    target, _ = models
+    target, _unused = models
     r = run_serve([str(target), "--max_draft_len", "3"])
     assert r.returncode == 2, r.stderr
     assert "Usage: trtllm-serve serve [OPTIONS] MODEL" in r.stderr
@@ -430,7 +430,7 @@ def test_tp2_without_mpi_fails(models, tmp_path):
 
 @needs_py
 def test_missing_draft_dir_fails(models, tmp_path):
-    target, _ = models
+    target, _unused = models
     missing = tmp_path / "no-such-draft"
     cfg = write(tmp_path, "e.yaml", runbook_eagle(missing))
     r = run_serve([str(target), "--config", str(cfg), "--port", str(free_port())])
@@ -449,7 +449,7 @@ def test_bad_yaml_fails_process(models, tmp_path):
 
 @needs_py
 def test_missing_target_fails(tmp_path, models):
-    _, draft = models
+    _unused, draft = models
     cfg = write(tmp_path, "e.yaml", runbook_eagle(draft))
     r = run_serve(["nvidia/absent", "--config", str(cfg)],
                   env=clean_env(HF_HUB_CACHE=str(tmp_path / "hub")))
@@ -488,7 +488,7 @@ class Server:
                 raise AssertionError(f"server exited {self.proc.returncode}:\n"
                                      f"{self.stdout}\n{self.stderr}")
             try:
-                status, _ = http_get(self.port, "/health", timeout=2)
+                status, _unused = http_get(self.port, "/health", timeout=2)
                 if status == 200:
                     return
             except OSError:
@@ -584,7 +584,7 @@ def test_http_models(server):
 
 
 def test_http_completion(server):
-    status, _, body = http_post(server.port, "/v1/completions", {
+    status, _headers, body = http_post(server.port, "/v1/completions", {
         "model": server.model, "prompt": "Explain speculative decoding", "max_tokens": 200})
     assert status == 200
     data = json.loads(body)
@@ -605,7 +605,7 @@ def test_http_chat_and_max_tokens(server):
     req = {"model": server.model,
            "messages": [{"role": "system", "content": "be brief"},
                         {"role": "user", "content": "Hello from the lab"}]}
-    status, _, body = http_post(server.port, "/v1/chat/completions", req)
+    status, _headers, body = http_post(server.port, "/v1/chat/completions", req)
     assert status == 200
     data = json.loads(body)
     assert data["object"] == "chat.completion"
@@ -617,7 +617,7 @@ def test_http_chat_and_max_tokens(server):
     again = json.loads(http_post(server.port, "/v1/chat/completions", req)[2])
     assert again["choices"][0]["message"]["content"] == msg["content"]
     # max_tokens is an upper bound on generated words
-    status, _, body = http_post(server.port, "/v1/chat/completions", dict(req, max_tokens=3))
+    status, _headers, body = http_post(server.port, "/v1/chat/completions", dict(req, max_tokens=3))
     data = json.loads(body)
     assert len(data["choices"][0]["message"]["content"].split()) == 3
     assert data["choices"][0]["finish_reason"] == "length"
@@ -625,7 +625,7 @@ def test_http_chat_and_max_tokens(server):
 
 
 def test_http_no_performance_figures(server):
-    _, _, body = http_post(server.port, "/v1/chat/completions", {
+    _status, _headers, body = http_post(server.port, "/v1/chat/completions", {
         "model": server.model, "messages": [{"role": "user", "content": "how fast?"}]})
     content = json.loads(body)["choices"][0]["message"]["content"].lower()
     for word in ("tok/s", "tokens/s", "latency", "acceptance", "ms", "speedup"):
@@ -659,7 +659,7 @@ def test_http_wrong_model_404(server):
     for path, body in (("/v1/chat/completions",
                         {"model": "gpt-4", "messages": [{"role": "user", "content": "x"}]}),
                        ("/v1/completions", {"model": "gpt-4", "prompt": "x"})):
-        status, _, raw = http_post(server.port, path, body)
+        status, _headers, raw = http_post(server.port, path, body)
         assert status == 404
         err = json.loads(raw)
         assert err["object"] == "error" and err["code"] == 404
@@ -677,14 +677,14 @@ def test_http_wrong_model_404(server):
 ])
 def test_http_chat_request_validation(server, body, param):
     body = {k: (server.model if k == "model" and v is None else v) for k, v in body.items()}
-    status, _, raw = http_post(server.port, "/v1/chat/completions", body)
+    status, _headers, raw = http_post(server.port, "/v1/chat/completions", body)
     assert status == 400
     assert json.loads(raw)["param"] == param
 
 
 @needs_py
 def test_connection_refused_until_loaded_then_sigterm_exits_0(models, tmp_path):
-    target, _ = models
+    target, _unused = models
     port = free_port()
     srv = Server([PY, str(SERVE), str(target), "--host", "127.0.0.1", "--port", str(port)],
                  port, tmp_path, clean_env(SPARKOPS_STANDIN_LOAD_SECONDS="3"))
@@ -705,7 +705,7 @@ def test_connection_refused_until_loaded_then_sigterm_exits_0(models, tmp_path):
 
 @needs_py
 def test_port_in_use_fails(models, tmp_path):
-    target, _ = models
+    target, _unused = models
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         s.listen(1)
@@ -717,11 +717,11 @@ def test_port_in_use_fails(models, tmp_path):
 
 @needs_py
 def test_llmapi_launch_without_mpi_execs(models, tmp_path):
-    r = subprocess.run([PY, str(LAUNCH), PY, "-c", "print('ran')"], capture_output=True,
+    r = subprocess.run(check=False, args=[PY, str(LAUNCH), PY, "-c", "print('ran')"], capture_output=True,
                        text=True, timeout=30, env=clean_env())
     assert r.returncode == 0 and r.stdout.strip() == "ran"
     assert "stand-in for trtllm-llmapi-launch" in r.stderr
-    r = subprocess.run([PY, str(LAUNCH)], capture_output=True, text=True, timeout=30,
+    r = subprocess.run(check=False, args=[PY, str(LAUNCH)], capture_output=True, text=True, timeout=30,
                        env=clean_env())
     assert r.returncode == 2 and "usage: trtllm-llmapi-launch" in r.stderr
 
@@ -746,7 +746,7 @@ def test_mpi_two_ranks_tp2_serves_chat(models, tmp_path):
                  name="mpi")
     try:
         srv.wait_healthy(timeout=60)
-        status, _, body = http_post(srv.port, "/v1/chat/completions", {
+        status, _headers, body = http_post(srv.port, "/v1/chat/completions", {
             "model": str(target), "messages": [{"role": "user", "content": "two sparks"}]})
         assert status == 200
         content = json.loads(body)["choices"][0]["message"]["content"]
@@ -771,7 +771,7 @@ def test_mpi_two_ranks_tp2_serves_chat(models, tmp_path):
 def test_mpi_world_size_mismatch_fails(models, tmp_path):
     target, draft = models
     cfg = write(tmp_path, "qwen.yaml", runbook_two_node(draft))
-    r = subprocess.run(mpirun_cmd(1, PY_MPI, str(SERVE), str(target), "--tp_size", "2",
+    r = subprocess.run(check=False, args=mpirun_cmd(1, PY_MPI, str(SERVE), str(target), "--tp_size", "2",
                                   "--host", "127.0.0.1", "--port", str(free_port()),
                                   "--config", str(cfg)),
                        capture_output=True, text=True, timeout=120, env=mpi_env())
@@ -781,13 +781,13 @@ def test_mpi_world_size_mismatch_fails(models, tmp_path):
 
 @needs_mpi
 def test_mpi_ranks_with_different_config_fail(models, tmp_path):
-    target, _ = models
+    target, _unused = models
     port = str(free_port())
     common = [PY_MPI, str(SERVE), str(target), "--tp_size", "2", "--host", "127.0.0.1",
               "--port", port]
     cmd = [MPIRUN, "--oversubscribe", "--bind-to", "none",
            "-np", "1"] + common + [":", "-np", "1"] + common + ["--max_num_tokens", "1024"]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=mpi_env())
+    r = subprocess.run(check=False, args=cmd, capture_output=True, text=True, timeout=120, env=mpi_env())
     assert r.returncode != 0
     assert "configuration differs between MPI ranks: rank 1" in r.stderr
 
@@ -800,7 +800,7 @@ def test_mpi_rank_missing_target_fails_everywhere(tmp_path):
     cmd = [MPIRUN, "--oversubscribe", "--bind-to", "none",
            "-np", "1", "env", f"HF_HUB_CACHE={tmp_path / 'hub'}", PY_MPI] + args + \
           [":", "-np", "1", "env", f"HF_HUB_CACHE={tmp_path / 'empty'}", PY_MPI] + args
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=mpi_env())
+    r = subprocess.run(check=False, args=cmd, capture_output=True, text=True, timeout=120, env=mpi_env())
     assert r.returncode != 0
     assert "[rank 0]: rank 1 (" in r.stderr
     assert "models--org--tiny" in r.stderr

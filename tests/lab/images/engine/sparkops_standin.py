@@ -1359,4 +1359,3 @@ def serve_cli(argv):
                  f"configuration (sha256 {p.digest[:12]}) and found the models")
         return run_rank0(p, world)
     return run_worker(world)
-
