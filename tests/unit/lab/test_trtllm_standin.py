@@ -772,8 +772,8 @@ def test_mpi_world_size_mismatch_fails(models, tmp_path):
     target, draft = models
     cfg = write(tmp_path, "qwen.yaml", runbook_two_node(draft))
     r = subprocess.run(check=False, args=mpirun_cmd(1, PY_MPI, str(SERVE), str(target), "--tp_size", "2",
-                                  "--host", "127.0.0.1", "--port", str(free_port()),
-                                  "--config", str(cfg)),
+                                                    "--host", "127.0.0.1", "--port", str(free_port()),
+                                                    "--config", str(cfg)),
                        capture_output=True, text=True, timeout=120, env=mpi_env())
     assert r.returncode != 0
     assert "MPI world size 1 does not match tp_size 2 x pp_size 1" in r.stderr
