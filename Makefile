@@ -13,7 +13,7 @@ export PYTHONPATH := $(COLL)
 PLAYBOOK := $(BIN)/ansible-playbook
 LAB_INV := inventories/lab/hosts.yml
 
-.PHONY: help deps venv link host-deps lab-up lab-down demo test lint sanity units molecule clean
+.PHONY: help deps venv link host-deps lab-up lab-down demo test lint sanity units molecule bench preflight clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -47,6 +47,12 @@ lab-down: deps  ## remove the lab containers, volumes and networks
 demo: lab-up  ## run the main job (two_sparks.yml) on the lab and print a chat completion
 	$(PLAYBOOK) -i $(LAB_INV) playbooks/two_sparks.yml
 
+bench: deps  ## hf_download throughput vs `hf download`, and no-op time (local hub; ENDPOINT=http://192.168.250.5:8080 for the lab hub)
+	$(BIN)/python tests/bench/hf_download_bench.py $(if $(ENDPOINT),--endpoint $(ENDPOINT))
+
+preflight: lab-up  ## preflight checks on the lab (report in preflight-report.json)
+	$(PLAYBOOK) -i $(LAB_INV) playbooks/preflight.yml
+
 lint: deps  ## ansible-lint, production profile
 	$(BIN)/ansible-lint
 
@@ -58,6 +64,7 @@ units: deps  ## pytest unit tests
 
 molecule: lab-up  ## Molecule scenarios on the lab: two nodes, then one node with each method
 	$(BIN)/molecule test -s two_nodes
+	$(BIN)/molecule test -s hf_download
 	for m in eagle3 draft_target none; do SPECDEC_METHOD=$$m $(BIN)/molecule test -s single_node || exit 1; done
 
 test: lint sanity molecule units  ## everything CI runs (pytest last: its summary closes the run)

@@ -21,18 +21,23 @@ On top of that this module records, per commit, the repo file listing it resolve
 ``<repo storage folder>/.sparkops-hf_download/<commit>.json`` (cache mode) or
 ``<local_dir>/.cache/huggingface/sparkops-hf_download/<commit>.json`` plus ``refs/<revision>`` there
 (local_dir mode). huggingface_hub >= 2 also keeps ``trees/<commit>.json`` which is used as a fallback.
+
+With ``progress_file`` a small JSON document describing the run (state, files and bytes done, rate) is
+kept up to date while it runs, see ``Progress``.
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import collections
 import errno
 import json
 import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 import traceback
 
@@ -88,6 +93,8 @@ INTERRUPTED_ERROR_NAMES = frozenset(('RemoteProtocolError', 'ReadError', 'Chunke
                                      'ProtocolError'))
 TIMEOUT_ERROR_NAMES = frozenset(('ConnectTimeout', 'ReadTimeout', 'WriteTimeout', 'PoolTimeout', 'TimeoutException',
                                  'Timeout', 'timeout', 'TimeoutError'))
+PROGRESS_INTERVAL = 1.0  # seconds between two writes of progress_file while downloading
+PROGRESS_RATE_WINDOW = 5.0  # seconds over which bytes_per_second is measured while downloading
 
 
 class HfDownloadError(Exception):
@@ -140,12 +147,14 @@ def default_cache_dir():
     return os.path.join(os.environ.get('HF_HOME', os.path.expanduser('~/.cache/huggingface')), 'hub')
 
 
-def _atomic_write(path, data):
+def _atomic_write(path, data, mode=None):
     directory = os.path.dirname(path)
     if not os.path.isdir(directory):
         os.makedirs(directory)
     fd, tmp = tempfile.mkstemp(dir=directory, prefix='.tmp-', suffix='.part')
     try:
+        if mode is not None:
+            os.fchmod(fd, mode)
         with os.fdopen(fd, 'w') as f:
             f.write(data)
         os.replace(tmp, path)
@@ -434,6 +443,208 @@ class Plan(object):
         return sum(f.size for f in self.missing)
 
 
+# --------------------------------------------------------------------------- progress file
+
+
+class Progress(object):
+    """The progress_file document, replaced atomically at each state change and every PROGRESS_INTERVAL seconds.
+
+    Keys: repo_id, revision, commit (None until resolved), state (resolving, downloading, done, failed),
+    files_total / bytes_total (the selected files; 0 while resolving), files_done / bytes_done (of those, what
+    is on disk: complete files plus partial downloads; never decreases), bytes_per_second (over the last
+    PROGRESS_RATE_WINDOW seconds while downloading; average of the whole download when done), started and
+    updated (epoch seconds), pid; error_kind and msg when failed. Never the token.
+
+    How bytes are counted, and why: a thread polls the disk rather than hooking huggingface_hub's progress
+    bars. The ``tqdm_class`` argument is not a stable way to get byte progress: in 1.0 snapshot_download
+    passes it to the "Fetching N files" bar only (one update per file, the per-file byte bars are
+    huggingface_hub's own), while 1.3x/2.x feed per-file bytes to a private aggregating class and call
+    extra methods (update_transfer, set_transfer_postfix_str) on the bars made from ``tqdm_class``. What
+    every 1.x and 2.x release shares is where the bytes go: each file is downloaded into a temporary
+    ``*.incomplete`` file renamed when complete: ``blobs/<etag>.incomplete`` (1.0) or
+    ``blobs/<etag>.<8 hex>.incomplete`` (1.3x, 2.x) in the cache, and
+    ``.cache/huggingface/download/<dir>/<hash>.<etag>[.<8 hex>].incomplete`` for local_dir (Xet downloads
+    write the same file). So bytes_done = the selected files complete on disk + the size of the
+    ``*.incomplete`` files, written since the download started, of the files still missing (the largest
+    one per etag, at most the file size). Cost: a stat per missing file and one directory scan per second.
+    """
+
+    def __init__(self, path, repo_id, revision, secrets=None, interval=None):
+        self.path = path
+        self.interval = PROGRESS_INTERVAL if interval is None else interval
+        self.secrets = [s for s in (secrets or []) if s]
+        self.warnings = []
+        now = time.time()
+        self.doc = {
+            'repo_id': repo_id, 'revision': revision, 'commit': None, 'state': 'resolving',
+            'files_total': 0, 'files_done': 0, 'bytes_total': 0, 'bytes_done': 0, 'bytes_per_second': 0,
+            'started': round(now, 3), 'updated': round(now, 3), 'pid': os.getpid(),
+        }
+        self._write_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = None
+        self._samples = collections.deque()
+        self._target = None
+        self._pending = []
+        self._bytes_on_disk = 0
+        self._download_started = None
+        self._bytes_at_download_start = 0
+
+    # ---- states
+    def start(self):
+        """Write the 'resolving' document; a progress_file that cannot be written fails the run early."""
+        try:
+            self._write()
+        except (IOError, OSError) as e:
+            if e.errno in SPACE_ERRNOS:
+                kind = 'disk_full'
+            elif e.errno in WRITE_ERRNOS:
+                kind = 'not_writable'
+            else:
+                kind = 'invalid_option'
+            raise HfDownloadError('cannot write progress_file %s (%s): choose a path in a directory the user running '
+                                  'the module can write to, or leave progress_file unset'
+                                  % (self.path, e.strerror or type(e).__name__), kind=kind)
+
+    def planned(self, plan):
+        """Totals of the selected files, and what is already on disk."""
+        on_disk = plan.present + plan.link
+        self._pending = list(plan.missing)
+        self._bytes_on_disk = sum(f.size for f in on_disk)
+        self.doc.update(commit=plan.commit, files_total=len(plan.selection), bytes_total=plan.bytes_total,
+                        files_done=len(on_disk), bytes_done=self._bytes_on_disk)
+
+    def downloading(self, target):
+        """Write the 'downloading' document and start the thread that refreshes it."""
+        self._target = target
+        self._download_started = time.time()
+        self._bytes_at_download_start = self.doc['bytes_done']
+        self.doc['state'] = 'downloading'
+        self._sample()
+        self._safe_write()
+        self._thread = threading.Thread(target=self._loop, name='hf_download-progress')
+        self._thread.daemon = True
+        self._thread.start()
+
+    def done(self):
+        self.halt()
+        now = time.time()
+        self.doc.update(state='done', files_done=self.doc['files_total'], bytes_done=self.doc['bytes_total'])
+        if self._download_started is not None and now > self._download_started:
+            self.doc['bytes_per_second'] = int(max(0, self.doc['bytes_total'] - self._bytes_at_download_start)
+                                               / (now - self._download_started))
+        self._safe_write()
+
+    def failed(self, kind, msg):
+        self.halt()
+        if self._target is not None:
+            try:
+                self._sample()
+            except Exception:  # pylint: disable=broad-except
+                pass
+        self.doc.update(state='failed', error_kind=kind, msg=scrub(msg, self.secrets))
+        self._safe_write()
+
+    def halt(self):
+        """Stop the refresh thread (idempotent)."""
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(10)
+
+    # ---- measurement
+    def _loop(self):
+        while not self._stop.wait(self.interval):
+            try:
+                self._sample()
+                self._safe_write()
+            except Exception as e:  # pylint: disable=broad-except  # progress must never break the download
+                self._warn('progress_file %s: progress measurement failed (%s: %s)' % (self.path, type(e).__name__, e))
+
+    def _is_complete(self, rfile):
+        target = self._target
+        if target.local_dir:
+            # The final name with the expected size, written during this download (an older file of the right
+            # size with other content may still be there until huggingface_hub replaces it).
+            try:
+                st = os.stat(os.path.join(target.local_dir, *rfile.path.split('/')))
+            except OSError:
+                return False
+            return st.st_size == rfile.size and st.st_mtime >= self._download_started - 2
+        return target.file_state(self.doc['commit'], rfile) != 'missing'
+
+    def _partial_bytes(self, pending):
+        target = self._target
+        sizes = dict((f.etag, f.size) for f in pending if f.etag)
+        if not sizes:
+            return 0
+        best = {}
+        fresh = self._download_started - 2
+        if target.local_dir:
+            walk = os.walk(os.path.join(target.local_dir, '.cache', 'huggingface', 'download'))
+            position = 1  # <hash>.<etag>[.<8 hex>].incomplete
+        else:
+            walk = [(os.path.join(target.storage_folder, 'blobs'), None, None)]
+            position = 0  # <etag>[.<8 hex>].incomplete
+        for dirpath, _dirs, names in walk:
+            if names is None:
+                try:
+                    names = os.listdir(dirpath)
+                except OSError:
+                    continue
+            for name in names:
+                if not name.endswith('.incomplete'):
+                    continue
+                parts = name.split('.')
+                etag = parts[position] if len(parts) > position + 1 else None
+                if etag not in sizes:
+                    continue
+                try:
+                    st = os.stat(os.path.join(dirpath, name))
+                except OSError:
+                    continue
+                if st.st_mtime >= fresh:
+                    best[etag] = max(best.get(etag, 0), min(st.st_size, sizes[etag]))
+        return sum(best.values())
+
+    def _sample(self):
+        still = []
+        for rfile in self._pending:
+            if self._is_complete(rfile):  # once complete, counted as complete (no re-check)
+                self.doc['files_done'] += 1
+                self._bytes_on_disk += rfile.size
+            else:
+                still.append(rfile)
+        self._pending = still
+        measured = self._bytes_on_disk + self._partial_bytes(still)
+        bytes_done = min(self.doc['bytes_total'], max(self.doc['bytes_done'], measured))  # never decreases
+        now = time.time()
+        self._samples.append((now, bytes_done))
+        while len(self._samples) > 2 and now - self._samples[1][0] >= PROGRESS_RATE_WINDOW:
+            self._samples.popleft()
+        first_time, first_bytes = self._samples[0]
+        if now - first_time >= 0.2:
+            self.doc['bytes_per_second'] = int((bytes_done - first_bytes) / (now - first_time))
+        self.doc['bytes_done'] = bytes_done
+
+    # ---- output
+    def _write(self):
+        with self._write_lock:
+            self.doc['updated'] = round(time.time(), 3)
+            # 0644: the document holds no secret, and whoever polls it may not be the user running the module
+            _atomic_write(self.path, json.dumps(self.doc, sort_keys=True) + '\n', mode=0o644)
+
+    def _safe_write(self):
+        try:
+            self._write()
+        except (IOError, OSError) as e:
+            self._warn('could not update progress_file %s (%s)' % (self.path, e.strerror or type(e).__name__))
+
+    def _warn(self, msg):
+        if msg not in self.warnings:
+            self.warnings.append(msg)
+
+
 def select_paths(paths, allow_patterns, ignore_patterns):
     """Same pattern semantics as snapshot_download (fnmatch, '*' crosses '/')."""
     if HAS_HF:
@@ -657,7 +868,8 @@ def run(params, check_mode=False):
     """Ensure repo files are present. Returns a result dict; raises HfDownloadError.
 
     params: repo_id, revision, repo_type, cache_dir, local_dir, allow_patterns, ignore_patterns, token
-    (resolved string or None), endpoint, offline, max_workers, timeout.
+    (resolved string or None), endpoint, offline, max_workers, timeout, progress_file (path or None; not
+    written in check mode).
     """
     started = time.time()
     repo_id = params['repo_id']
@@ -673,8 +885,13 @@ def run(params, check_mode=False):
                token_given=bool(token), timeout=timeout, target=target)
     before_commit = target.recorded_commit(revision)
     warnings = []
+    progress = None
+    if params.get('progress_file') and not check_mode:
+        progress = Progress(params['progress_file'], repo_id, revision, secrets=[token])
 
     try:
+        if progress is not None:
+            progress.start()
         if params.get('offline'):
             plan = _offline_plan(target, revision, allow, ignore, endpoint)
         else:
@@ -686,6 +903,8 @@ def run(params, check_mode=False):
             if plan.missing:
                 probe_access(repo_id, repo_type, commit, plan.missing[0], endpoint, token if token else False, timeout)
         commit = plan.commit
+        if progress is not None:
+            progress.planned(plan)
         if not plan.selection:
             warnings.append('no file of %s@%s matches allow_patterns=%r / ignore_patterns=%r'
                             % (repo_id, revision, allow, ignore))
@@ -705,6 +924,8 @@ def run(params, check_mode=False):
             if fetch:
                 disk_space_check(target, plan.bytes_download)
                 target.discard_invalid(commit, plan.missing)
+                if progress is not None:
+                    progress.downloading(target)
                 _download(params, target, commit, allow, ignore, endpoint, token, timeout)
                 after = Plan(target, commit, plan.all_files, allow, ignore)
                 if after.to_fetch:
@@ -726,12 +947,22 @@ def run(params, check_mode=False):
                 disk_space_check(target, plan.bytes_download)
             except HfDownloadError as e:
                 warnings.append(e.msg)
-    except HfDownloadError:
+    except HfDownloadError as e:
+        if progress is not None:
+            progress.failed(e.kind, e.msg)
         raise
     except Exception as exc:  # pylint: disable=broad-except
         kind, msg = describe_error(exc, ctx)
+        if progress is not None:
+            progress.failed(kind, msg)
         raise HfDownloadError(msg, kind=kind, details={'exception_type': type(exc).__name__})
+    finally:
+        if progress is not None:
+            progress.halt()  # also on KeyboardInterrupt / SystemExit
 
+    if progress is not None:
+        progress.done()
+        warnings.extend(progress.warnings)
     changed = bool(fetch) or ref_moves
     result = {
         'changed': changed,

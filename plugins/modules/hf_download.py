@@ -132,6 +132,27 @@ options:
         It is not a limit on the total duration of the download.
     type: int
     default: 60
+  progress_file:
+    description:
+      - Path of a JSON file on the target that the module keeps up to date while it runs, so that a task started
+        with C(async) and C(poll) V(0) can be followed (see EXAMPLES). Missing parent directories are created.
+      - The file is replaced atomically (written to a temporary file in the same directory, then renamed), so a
+        reader never sees a partial document. It is written when the run starts, when the download starts, about
+        every second while downloading, and at the end. A previous document at that path is overwritten.
+        Mode V(0644). Not written in check mode.
+      - "Keys: C(repo_id), C(revision) (as given), C(commit) (full SHA, V(null) until resolved),
+        C(state) (V(resolving), V(downloading), V(done) or V(failed)),
+        C(files_total) and C(bytes_total) (number and size in bytes of the selected files; V(0) while resolving),
+        C(files_done) and C(bytes_done) (of those, the files and bytes on disk, including what was there before the
+        run and the partial files being downloaded; C(bytes_done) never decreases and moves during the download of
+        a single large file), C(bytes_per_second) (integer, bytes per second over the last 5 seconds while
+        downloading; the average of the whole download when V(done); V(0) when nothing was downloaded),
+        C(started) and C(updated) (Unix epoch seconds, float), C(pid) (process id of the module).
+        When C(state) is V(failed), also C(error_kind) (see the notes) and C(msg)."
+      - It never contains the token.
+      - If it cannot be written when the run starts, the module fails (C(error_kind) V(not_writable),
+        V(disk_full) or V(invalid_option)); later write errors only produce a warning.
+    type: path
 notes:
   - "Errors name the problem and the fix. The C(error_kind) of the failure is one of:
     C(gated) (gated repository without access: request access to the repository on the Hub, then re-run),
@@ -201,6 +222,40 @@ EXAMPLES = r"""
 - name: Use the snapshot path
   ansible.builtin.debug:
     msg: "serving {{ target_model.path }} (commit {{ target_model.commit }}, {{ target_model.bytes_total }} bytes)"
+
+# A long download in the background, followed through progress_file.
+- name: Start the download of the target model (returns at once)
+  sparkops.specdec.hf_download:
+    repo_id: openai/gpt-oss-120b
+    cache_dir: /srv/models/huggingface/hub
+    progress_file: /var/tmp/sparkops/gpt-oss-120b.progress.json
+  async: 21600  # maximum duration of the download, in seconds
+  poll: 0
+  register: download_job
+
+- name: Read the progress file (repeat this, e.g. from an included task file, to follow the download)
+  ansible.builtin.slurp:
+    src: /var/tmp/sparkops/gpt-oss-120b.progress.json
+  register: progress_raw
+  until: progress_raw is succeeded  # the module may not have written it yet
+  retries: 10
+  delay: 2
+
+- name: Print bytes done / total and rate
+  vars:
+    progress: "{{ progress_raw.content | b64decode | from_json }}"
+  ansible.builtin.debug:
+    msg: >-
+      {{ progress.state }}: {{ progress.bytes_done | human_readable }} / {{ progress.bytes_total | human_readable }}
+      ({{ progress.files_done }}/{{ progress.files_total }} files) at {{ progress.bytes_per_second | human_readable }}/s
+
+- name: Wait for the end of the download and get the module result
+  ansible.builtin.async_status:
+    jid: "{{ download_job.ansible_job_id }}"
+  register: target_model
+  until: target_model.finished
+  retries: 2160
+  delay: 10
 """
 
 RETURN = r"""
@@ -285,6 +340,7 @@ def argument_spec():
         offline=dict(type='bool', default=False),
         max_workers=dict(type='int', default=8),
         timeout=dict(type='int', default=60),
+        progress_file=dict(type='path'),
     )
 
 
@@ -340,7 +396,7 @@ def main():
         fail('max_workers must be >= 1 (got %d)' % params['max_workers'], 'invalid_option')
     if params['timeout'] < 1:
         fail('timeout must be >= 1 second (got %d)' % params['timeout'], 'invalid_option')
-    for key in ('cache_dir', 'local_dir'):
+    for key in ('cache_dir', 'local_dir', 'progress_file'):
         if params[key]:
             params[key] = os.path.abspath(params[key])
 

@@ -38,6 +38,12 @@ Tokens file: ``{"<token>": {"name": "alice", "gated_access": ["org/repo", ...]}}
 ``--port 0`` picks a free port; the first stdout line is ``READY http://<host>:<port>``.
 With ``--data-dir`` the generated files are written there once (and served from disk) instead of
 being kept in memory.
+
+Large files (weights marked ``"stream": true`` in repos.json, e.g. the 256 MiB ``sparkops-lab/bench-large``
+used by tests/bench) are never held in memory nor written to ``--data-dir``: their bytes are generated
+on the fly for each request, block by block (see ``StreamedFile``), so start-up stays fast. Their sha256
+(LFS oid / ETag) is computed on the first request that needs it (repo info with blobs, tree listing,
+file HEAD/GET), which takes about a second per 256 MiB; the commit SHA does not depend on it.
 """
 
 import argparse
@@ -48,6 +54,7 @@ import os
 import re
 import signal
 import sys
+import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, quote, unquote, urlsplit
@@ -60,6 +67,9 @@ GITATTRIBUTES = (
 )
 TREE_PAGE_SIZE = 1000
 CHUNK = 256 * 1024
+STREAM_BLOCK = CHUNK  # streamed files: payload block size (8-byte block index + a window of the pool)
+STREAM_POOL = 1024 * 1024  # streamed files: bytes of SHAKE-256(seed) the blocks are cut from
+STREAM_GENERATOR = "stream-v1"  # part of the commit SHA of repos with streamed files: bump if the bytes change
 INVALID_CREDENTIALS = "Invalid credentials in Authorization header"
 STANDIN_LABEL = "sparkops lab stand-in, not a real model"
 
@@ -75,8 +85,9 @@ def _pseudo_random(seed, size):
     return hashlib.shake_256(("sparkops-lab:" + seed).encode("utf-8")).digest(size)
 
 
-def _safetensors_blob(size, seed, tensor_name):
-    """A valid safetensors file of exactly ``size`` bytes: header + pseudo-random U8 payload."""
+def _safetensors_header(size, seed, tensor_name):
+    """(prefix, payload_size): the 8-byte length + JSON header of a safetensors file of exactly ``size``
+    bytes holding one U8 tensor of ``payload_size`` bytes."""
     meta = {"sparkops_lab_standin": "true", "seed": seed, "format": "pt"}
     payload = 0
     for dummy in range(4):  # header length depends on payload length digits; converge
@@ -95,9 +106,23 @@ def _safetensors_blob(size, seed, tensor_name):
     if pad < 0:
         raise ValueError("cannot fit safetensors header for seed %s" % seed)
     hdr += b" " * pad
-    blob = len(hdr).to_bytes(8, "little") + hdr + _pseudo_random(seed, payload)
+    return len(hdr).to_bytes(8, "little") + hdr, payload
+
+
+def _safetensors_blob(size, seed, tensor_name):
+    """A valid safetensors file of exactly ``size`` bytes: header + pseudo-random U8 payload."""
+    prefix, payload = _safetensors_header(size, seed, tensor_name)
+    blob = prefix + _pseudo_random(seed, payload)
     assert len(blob) == size
     return blob
+
+
+def _weight(w, default_path, tensor_name):
+    """bytes of one weights entry of repos.json, or a StreamedFile if it has ``"stream": true``."""
+    path = w.get("path", default_path)
+    if w.get("stream"):
+        return StreamedFile(path, w["size"], w["seed"], tensor_name)
+    return _safetensors_blob(w["size"], w["seed"], tensor_name)
 
 
 def _readme(repo_id, spec):
@@ -120,7 +145,7 @@ def _readme(repo_id, spec):
 
 
 def generate_repo_files(spec):
-    """Return an ordered dict path -> bytes for one repo spec."""
+    """Return an ordered dict path -> bytes (or StreamedFile, for streamed weights) for one repo spec."""
     repo_id = spec["id"]
     files = {}
     files[".gitattributes"] = GITATTRIBUTES.encode("utf-8")
@@ -136,14 +161,14 @@ def generate_repo_files(spec):
     weights = spec.get("weights") or []
     if len(weights) == 1:
         w = weights[0]
-        files[w.get("path", "model.safetensors")] = _safetensors_blob(w["size"], w["seed"], "standin.weight")
+        files[w.get("path", "model.safetensors")] = _weight(w, "model.safetensors", "standin.weight")
     elif len(weights) > 1:
         weight_map = {}
         total = 0
         for i, w in enumerate(weights, start=1):
             path = w.get("path", "model-%05d-of-%05d.safetensors" % (i, len(weights)))
             tensor = "standin.shard%d.weight" % i
-            files[path] = _safetensors_blob(w["size"], w["seed"], tensor)
+            files[path] = _weight(w, path, tensor)
             weight_map[tensor] = path
             total += w["size"]
         files["model.safetensors.index.json"] = _json_bytes(
@@ -165,23 +190,10 @@ def _lfs_pointer(sha256, size):
     return ("version https://git-lfs.github.com/spec/v1\noid sha256:%s\nsize %d\n" % (sha256, size)).encode("ascii")
 
 
-class RepoFile(object):
-    __slots__ = ("path", "size", "oid", "sha256", "lfs", "pointer_size", "data", "disk_path")
+class _FileApi(object):
+    """What the HTTP handler uses of a file (RepoFile or StreamedFile)."""
 
-    def __init__(self, path, data, disk_path=None):
-        self.path = path
-        self.size = len(data)
-        self.lfs = path.endswith(LFS_SUFFIXES)
-        self.sha256 = hashlib.sha256(data).hexdigest()
-        if self.lfs:
-            pointer = _lfs_pointer(self.sha256, self.size)
-            self.oid = _git_blob_oid(pointer)
-            self.pointer_size = len(pointer)
-        else:
-            self.oid = _git_blob_oid(data)
-            self.pointer_size = None
-        self.disk_path = disk_path
-        self.data = None if disk_path else data
+    __slots__ = ()
 
     @property
     def etag(self):
@@ -202,6 +214,30 @@ class RepoFile(object):
                 entry["lfs"] = {"sha256": self.sha256, "size": self.size, "pointerSize": self.pointer_size}
         return entry
 
+
+class RepoFile(_FileApi):
+    __slots__ = ("path", "size", "oid", "sha256", "lfs", "pointer_size", "data", "disk_path")
+
+    def __init__(self, path, data, disk_path=None):
+        self.path = path
+        self.size = len(data)
+        self.lfs = path.endswith(LFS_SUFFIXES)
+        self.sha256 = hashlib.sha256(data).hexdigest()
+        if self.lfs:
+            pointer = _lfs_pointer(self.sha256, self.size)
+            self.oid = _git_blob_oid(pointer)
+            self.pointer_size = len(pointer)
+        else:
+            self.oid = _git_blob_oid(data)
+            self.pointer_size = None
+        self.disk_path = disk_path
+        self.data = None if disk_path else data
+
+    @property
+    def commit_key(self):
+        """What the commit SHA of the repo hashes for this file."""
+        return self.oid
+
     def read(self, start, end):
         """Bytes [start, end) as an iterator of chunks."""
         if self.data is not None:
@@ -219,6 +255,78 @@ class RepoFile(object):
                 yield chunk
 
 
+class StreamedFile(_FileApi):
+    """A large safetensors file whose bytes are generated on demand, never held in memory.
+
+    Content: the safetensors header of ``_safetensors_header`` then the payload, cut in blocks of
+    STREAM_BLOCK bytes; block ``k`` is ``k`` (8 bytes, little-endian) followed by a window of a
+    STREAM_POOL-byte SHAKE-256(seed) pool starting at a ``k``-dependent offset (the last block is
+    truncated). So the bytes are deterministic, cost one slice per block to produce, and no two
+    blocks are equal. The sha256 is computed once, on first use, by streaming the content.
+    """
+
+    lfs = True
+    data = None
+    disk_path = None
+
+    def __init__(self, path, size, seed, tensor_name):
+        if not path.endswith(LFS_SUFFIXES):
+            raise ValueError("streamed file %s must have an LFS suffix %s" % (path, LFS_SUFFIXES))
+        self.path = path
+        self.size = int(size)
+        self.seed = seed
+        self.prefix, self.payload_size = _safetensors_header(self.size, seed, tensor_name)
+        self.pointer_size = len(_lfs_pointer("0" * 64, self.size))
+        self._pool = None
+        self._sha256 = None
+        self._lock = threading.Lock()
+
+    @property
+    def commit_key(self):
+        # Not the content hash: the commit SHA must be known without reading 100s of MiB at start-up.
+        return "%s:%d:%s" % (STREAM_GENERATOR, self.size, self.seed)
+
+    @property
+    def sha256(self):
+        with self._lock:
+            if self._sha256 is None:
+                started = time.time()
+                h = hashlib.sha256()
+                for chunk in self.read(0, self.size):
+                    h.update(chunk)
+                self._sha256 = h.hexdigest()
+                sys.stderr.write("hub_server: sha256 of streamed %s (%d bytes) computed in %.2fs\n"
+                                 % (self.path, self.size, time.time() - started))
+                sys.stderr.flush()
+            return self._sha256
+
+    @property
+    def oid(self):
+        return _git_blob_oid(_lfs_pointer(self.sha256, self.size))
+
+    def _block(self, k):
+        if self._pool is None:
+            pool = _pseudo_random("stream:" + self.seed, STREAM_POOL)
+            self._pool = pool + pool[:STREAM_BLOCK]  # windows may wrap around the end of the pool
+        offset = (k * 40503 * 8) % STREAM_POOL
+        block = k.to_bytes(8, "little") + self._pool[offset:offset + STREAM_BLOCK - 8]
+        return block[:max(0, min(STREAM_BLOCK, self.payload_size - k * STREAM_BLOCK))]
+
+    def read(self, start, end):
+        """Bytes [start, end) as an iterator of chunks (at most STREAM_BLOCK bytes each)."""
+        plen = len(self.prefix)
+        if start < plen:
+            yield self.prefix[start:min(end, plen)]
+            start = plen
+        while start < end:
+            k, within = divmod(start - plen, STREAM_BLOCK)
+            chunk = self._block(k)[within:within + (end - start)]
+            if not chunk:
+                break
+            start += len(chunk)
+            yield chunk
+
+
 class Repo(object):
     def __init__(self, spec, last_modified, data_dir=None):
         self.id = spec["id"]
@@ -232,6 +340,9 @@ class Repo(object):
         self.last_modified = last_modified
         self.files = {}
         for path, data in generate_repo_files(spec).items():
+            if isinstance(data, StreamedFile):
+                self.files[path] = data
+                continue
             disk_path = None
             if data_dir:
                 disk_path = os.path.join(data_dir, "%ss" % self.type, self.id, *path.split("/"))
@@ -239,7 +350,7 @@ class Repo(object):
             self.files[path] = RepoFile(path, data, disk_path)
         h = hashlib.sha1(("sparkops-lab\0%s\0%s\0" % (self.type, self.id)).encode("utf-8"))
         for path in sorted(self.files):
-            h.update(("%s\0%s\n" % (path, self.files[path].oid)).encode("utf-8"))
+            h.update(("%s\0%s\n" % (path, self.files[path].commit_key)).encode("utf-8"))
         self.sha = h.hexdigest()
         self.dirs = set()
         for path in self.files:
@@ -367,6 +478,9 @@ class HubHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "sparkops-lab-hub/1"
     state = None  # set on the subclass by make_server()
+    # TCP_NODELAY, as real HTTP servers: headers and body are separate writes, and on a kept-alive connection
+    # Nagle + the client's delayed ACK would otherwise stall every small response by up to 40 ms.
+    disable_nagle_algorithm = True
 
     # ---- logging (never the token)
     def log_message(self, format, *args):  # noqa: A002 - signature fixed by BaseHTTPRequestHandler

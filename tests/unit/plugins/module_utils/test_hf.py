@@ -27,8 +27,10 @@ pytestmark = pytest.mark.usefixtures('hf_env', 'loopback_only')
 LAB_REPOS = {
     'openai/gpt-oss-120b', 'nvidia/gpt-oss-120b-Eagle3-long-context', 'nvidia/Llama-3.3-70B-Instruct-FP4',
     'nvidia/Llama-3.1-8B-Instruct-FP4', 'nvidia/Qwen3-235B-A22B-FP4', 'nvidia/Qwen3-235B-A22B-Eagle3',
-    'sparkops-lab/bench-100',
+    'sparkops-lab/bench-100', 'sparkops-lab/bench-large',
 }
+BENCH_LARGE = 'sparkops-lab/bench-large'
+MIB = 1024 * 1024
 
 
 def load_hub_module():
@@ -168,6 +170,63 @@ def test_listing_falls_back_to_huggingface_hub_tree_cache(tmp_path):
     assert target.read_listing(commit) is None
 
 
+# --------------------------------------------------------------------------- progress accounting
+
+
+def _plan_for(target, commit, files):
+    return _hf.Plan(target, commit, files, None, None)
+
+
+@pytest.mark.parametrize('mode', ['cache_dir', 'local_dir'])
+def test_progress_counts_incomplete_files_of_every_huggingface_hub_layout(tmp_path, mode):
+    """bytes_done = complete files + fresh *.incomplete files of missing ones, for the 1.0 and 1.3x/2.x names."""
+    target = _hf.Target('org/name', 'model', **{mode: str(tmp_path / mode)})
+    commit = '3' * 40
+    big = _hf.RemoteFile('sub/w.safetensors', 1000, 'e' * 64)
+    other = _hf.RemoteFile('x.safetensors', 500, 'f' * 64)
+    progress = _hf.Progress(str(tmp_path / 'p' / 'progress.json'), 'org/name', 'main', interval=3600)
+    progress.start()
+    progress.planned(_plan_for(target, commit, [big, other]))
+    assert progress.doc['bytes_total'] == 1500 and progress.doc['bytes_done'] == 0
+    if mode == 'cache_dir':
+        where = os.path.join(target.storage_folder, 'blobs')
+        names = ['%s.incomplete' % big.etag, '%s.0123abcd.incomplete' % big.etag, '%s.incomplete' % other.etag]
+    else:
+        where = os.path.join(target.local_dir, '.cache', 'huggingface', 'download', 'sub')
+        names = ['Ab12Cd.%s.incomplete' % big.etag, 'Ab12Cd.%s.0123abcd.incomplete' % big.etag,
+                 'Zz99Yy.%s.incomplete' % other.etag]
+    os.makedirs(where)
+    stale = os.path.join(where, names[2])
+    with open(stale, 'wb') as f:
+        f.write(b'x' * 400)
+    os.utime(stale, (1, 1))  # left over by an old run: not counted
+    progress.downloading(target)
+    for name, size in ((names[0], 300), (names[1], 700)):
+        with open(os.path.join(where, name), 'wb') as f:
+            f.write(b'x' * size)
+    progress._sample()
+    assert progress.doc['bytes_done'] == 700 and progress.doc['files_done'] == 0  # largest per etag
+    for name in names:
+        os.unlink(os.path.join(where, name))
+    progress._sample()
+    assert progress.doc['bytes_done'] == 700  # never decreases (rename window)
+    if mode == 'cache_dir':
+        with open(os.path.join(where, big.etag), 'wb') as f:
+            f.write(b'x' * 1000)
+    else:
+        os.makedirs(os.path.join(target.local_dir, 'sub'))
+        with open(os.path.join(target.local_dir, 'sub', 'w.safetensors'), 'wb') as f:
+            f.write(b'x' * 1000)
+    progress._sample()
+    assert progress.doc['bytes_done'] == 1000 and progress.doc['files_done'] == 1
+    progress.failed('interrupted', 'boom')
+    with open(progress.path) as f:
+        doc = json.load(f)
+    assert doc['state'] == 'failed' and doc['error_kind'] == 'interrupted' and doc['bytes_done'] == 1000
+    assert oct(os.stat(progress.path).st_mode & 0o777) == oct(0o644)
+    assert os.listdir(os.path.dirname(progress.path)) == ['progress.json']  # no temporary file left
+
+
 # --------------------------------------------------------------------------- error mapping
 
 
@@ -286,12 +345,16 @@ def test_generated_repos(hub_mod):
         blobs = [f for f in repo.files.values() if f.path.endswith('.safetensors')]
         if repo_id == 'sparkops-lab/bench-100':
             assert len(repo.files) == 100
+        elif repo_id == BENCH_LARGE:  # generated on the fly, never held in memory
+            assert len(blobs) == 4 and sum(b.size for b in blobs) == 256 * MIB
+            assert all(isinstance(b, hub_mod.StreamedFile) and b.data is None for b in blobs)
         else:
             assert 1 <= len(blobs) <= 2
             assert all(100 * 1024 <= b.size <= 1024 * 1024 for b in blobs)
         for blob in blobs:  # valid safetensors container
-            header_len = int.from_bytes(blob.data[:8], 'little')
-            header = json.loads(blob.data[8:8 + header_len])
+            head = blob.data[:65536] if blob.data is not None else b''.join(blob.read(0, 65536))
+            header_len = int.from_bytes(head[:8], 'little')
+            header = json.loads(head[8:8 + header_len])
             assert header['__metadata__']['sparkops_lab_standin'] == 'true'
             (tensor,) = [v for k, v in header.items() if k != '__metadata__']
             assert 8 + header_len + tensor['data_offsets'][1] == blob.size
@@ -304,7 +367,33 @@ def test_generation_is_deterministic(hub_mod):
     two = hub_mod.HubState(HUB_REPOS, None)
     for key, repo in one.repos.items():
         assert repo.sha == two.repos[key].sha
-        assert {p: f.sha256 for p, f in repo.files.items()} == {p: f.sha256 for p, f in two.repos[key].files.items()}
+        for path, f in repo.files.items():
+            g = two.repos[key].files[path]
+            if f.data is None and f.disk_path is None:  # streamed: compare some ranges, not 2 x 256 MiB
+                for start, end in ((0, 4096), (f.size // 2 - 5, f.size // 2 + 300000), (f.size - 10, f.size)):
+                    assert b''.join(f.read(start, end)) == b''.join(g.read(start, end))
+            else:
+                assert f.sha256 == g.sha256
+    assert all(f._sha256 is None for f in one.repos[('model', BENCH_LARGE)].files.values()
+               if isinstance(f, hub_mod.StreamedFile)), 'streamed files must not be hashed at start-up'
+
+
+def test_streamed_file(hub_mod):
+    f = hub_mod.StreamedFile('w.safetensors', 3 * hub_mod.STREAM_BLOCK + 12345, 'unit#1', 'standin.weight')
+    full = b''.join(f.read(0, f.size))
+    assert len(full) == f.size and max(len(c) for c in f.read(0, f.size)) <= hub_mod.STREAM_BLOCK
+    header_len = int.from_bytes(full[:8], 'little')
+    (tensor,) = [v for k, v in json.loads(full[8:8 + header_len]).items() if k != '__metadata__']
+    assert 8 + header_len + tensor['data_offsets'][1] == f.size
+    for start, end in ((0, 1), (5, 9), (100, hub_mod.STREAM_BLOCK + 7), (f.size - 1, f.size), (f.size, f.size)):
+        assert b''.join(f.read(start, end)) == full[start:end]
+    payload = full[8 + header_len:]
+    blocks = [payload[i:i + hub_mod.STREAM_BLOCK] for i in range(0, len(payload), hub_mod.STREAM_BLOCK)]
+    assert len(set(blocks)) == len(blocks)
+    key = f.commit_key
+    assert f._sha256 is None and f.sha256 == hashlib.sha256(full).hexdigest() and f.commit_key == key
+    assert f.tree_entry()['lfs'] == {'oid': f.sha256, 'size': f.size, 'pointerSize': f.pointer_size}
+    assert f.oid == hashlib.sha1(b'blob %d\0' % f.pointer_size + hub_mod._lfs_pointer(f.sha256, f.size)).hexdigest()
 
 
 def test_data_dir_mode(hub_mod, tmp_path):
@@ -387,6 +476,17 @@ def test_error_codes_like_the_real_hub(hub):
     assert status == 200 and json.loads(body)['gated'] == 'manual'
     status, body = http('%s/api/whoami-v2' % hub.url, headers={'Authorization': 'Bearer ' + HF_TOKEN_GATED})[0::2]
     assert status == 200 and json.loads(body)['name'] == LAB_TOKENS[HF_TOKEN_GATED]['name']
+
+
+def test_streamed_file_over_http(hub, hub_mod):
+    url = '%s/%s/resolve/main/model-00004-of-00004.safetensors' % (hub.url, BENCH_LARGE)
+    status, headers, body = http(url, 'HEAD')
+    assert status == 200 and headers['Content-Length'] == headers['X-Linked-Size'] == str(32 * MIB)
+    local = hub_mod.HubState(HUB_REPOS, None).repos[('model', BENCH_LARGE)].files['model-00004-of-00004.safetensors']
+    start = 20 * MIB + 3
+    status, headers, part = http(url, headers={'Range': 'bytes=%d-%d' % (start, start + 99999)})
+    assert status == 206 and part == b''.join(local.read(start, start + 100000))
+    assert headers['ETag'].strip('"') == local.sha256
 
 
 def test_huggingface_hub_api_against_server(hub):

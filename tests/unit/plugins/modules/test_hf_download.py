@@ -5,8 +5,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import threading
 import time
 
 import pytest
@@ -17,7 +19,7 @@ from ansible_collections.sparkops.specdec.plugins.module_utils import _hf
 from ansible_collections.sparkops.specdec.plugins.modules import hf_download
 
 from ansible_collections.sparkops.specdec.tests.unit.conftest import (
-    GATED_REPO, HF_TOKEN_GATED, HF_TOKEN_INVALID, HF_TOKEN_NO_GATE,
+    GATED_REPO, HF_TOKEN_GATED, HF_TOKEN_INVALID, HF_TOKEN_NO_GATE, HUB_REPOS, HUB_SERVER, LAB_TOKENS,
 )
 
 pytestmark = pytest.mark.usefixtures('hf_env', 'loopback_only')
@@ -480,6 +482,192 @@ def test_huggingface_hub_missing(capsys, monkeypatch):
     result = failed(capsys, dict(repo_id=REPO), kind='missing_library')
     assert 'huggingface_hub' in result['msg']
     assert 'Failed to import the required Python library' in result['msg']
+
+
+# --------------------------------------------------------------------------- progress_file
+
+PROGRESS_KEYS = {'repo_id', 'revision', 'commit', 'state', 'files_total', 'files_done', 'bytes_total', 'bytes_done',
+                 'bytes_per_second', 'started', 'updated', 'pid'}
+SLOW_REPO = 'nvidia/Llama-3.1-8B-Instruct-FP4'  # model.safetensors: 262144 bytes
+SLOW_PIECE = 16384
+SLOW_DELAY = 0.05  # 262144 bytes in 16 pieces: about 0.8 s per weights file
+
+
+@pytest.fixture(scope='module')
+def slow_hub(tmp_path_factory):
+    """The lab hub in a thread of this process, sending *.safetensors bodies slowly (16 KiB every 50 ms)."""
+    spec = importlib.util.spec_from_file_location('sparkops_lab_hub_server_slow', HUB_SERVER)
+    hub_mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(hub_mod)
+    tokens = tmp_path_factory.mktemp('slow_hub') / 'tokens.json'
+    tokens.write_text(json.dumps(LAB_TOKENS))
+
+    class SlowWriter(object):
+        def __init__(self, raw):
+            self.raw = raw
+
+        def write(self, data):
+            for pos in range(0, len(data), SLOW_PIECE):
+                self.raw.write(data[pos:pos + SLOW_PIECE])
+                time.sleep(SLOW_DELAY)
+
+        def flush(self):
+            self.raw.flush()
+
+    class SlowHandler(hub_mod.HubHandler):
+        def _resolve(self, repo_type, repo_id, revision, path, token_info):
+            if self.command != 'GET' or not path.endswith('.safetensors'):
+                return super(SlowHandler, self)._resolve(repo_type, repo_id, revision, path, token_info)
+            raw, self.wfile = self.wfile, SlowWriter(self.wfile)
+            try:
+                return super(SlowHandler, self)._resolve(repo_type, repo_id, revision, path, token_info)
+            finally:
+                self.wfile = raw
+
+        def _log(self, status, nbytes):
+            pass
+
+    state = hub_mod.HubState(HUB_REPOS, str(tokens))
+    server = hub_mod.HubServer(('127.0.0.1', 0), type('BoundSlow', (SlowHandler,), {'state': state}))
+    thread = threading.Thread(target=server.serve_forever, kwargs={'poll_interval': 0.1})
+    thread.daemon = True
+    thread.start()
+    try:
+        yield 'http://127.0.0.1:%d' % server.server_address[1]
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class ProgressWatcher(object):
+    """Reads progress_file every 10 ms in a thread; every read must be a complete JSON document."""
+
+    def __init__(self, path):
+        self.path = path
+        self.docs = []
+        self.raw = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run)
+        self._thread.daemon = True
+
+    def _run(self):
+        while not self._stop.is_set():
+            try:
+                with open(self.path) as f:
+                    text = f.read()
+            except (IOError, OSError):
+                text = None
+            if text is not None and (not self.raw or text != self.raw[-1]):
+                self.raw.append(text)
+                self.docs.append(json.loads(text))  # raises (and the test fails) on a partial document
+            time.sleep(0.01)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join(5)
+        with open(self.path) as f:
+            text = f.read()
+        if not self.raw or text != self.raw[-1]:
+            self.raw.append(text)
+            self.docs.append(json.loads(text))
+
+
+@pytest.fixture
+def fast_progress(monkeypatch):
+    """Refresh progress_file every 0.1 s, and let huggingface_hub write downloads in 16 KiB pieces (10 MB by
+    default, which would make a 256 KiB file appear in one go)."""
+    monkeypatch.setattr(_hf, 'PROGRESS_INTERVAL', 0.1)
+    monkeypatch.setattr(_hf.hf_constants, 'DOWNLOAD_CHUNK_SIZE', SLOW_PIECE)
+
+
+@pytest.mark.parametrize('mode', ['cache_dir', 'local_dir'])
+def test_progress_file_during_a_download(capsys, slow_hub, tmp_path, fast_progress, mode):
+    progress_file = str(tmp_path / 'run' / 'progress.json')  # parent directory created by the module
+    args = dict(repo_id=SLOW_REPO, endpoint=slow_hub, token=HF_TOKEN_GATED, progress_file=progress_file,
+                allow_patterns=['*.safetensors', 'config.json'])
+    args[mode] = str(tmp_path / mode)
+    started = time.time()
+    with ProgressWatcher(progress_file) as watcher:
+        result, out, err = run_module(capsys, args)
+    assert not result.get('failed'), result
+    docs = watcher.docs
+    assert_no_token(out, err, *watcher.raw)
+    for doc in docs:
+        assert set(doc) == PROGRESS_KEYS, doc
+        assert doc['repo_id'] == SLOW_REPO and doc['revision'] == 'main' and doc['pid'] == os.getpid()
+        assert started - 1 <= doc['started'] <= doc['updated'] <= time.time()
+    states = [d['state'] for d in docs]
+    assert states[0] == 'resolving' and states[-1] == 'done'
+    assert states == sorted(states, key=['resolving', 'downloading', 'done'].index)
+    done = [d['bytes_done'] for d in docs]
+    assert done == sorted(done), 'bytes_done must never decrease: %s' % done
+    final = docs[-1]
+    assert final['commit'] == result['commit']
+    assert final['files_total'] == final['files_done'] == 2
+    assert final['bytes_total'] == final['bytes_done'] == result['bytes_total'] > 262144
+    assert final['bytes_per_second'] > 0
+    # bytes move inside the single weights file, not only when it is complete
+    within = [d for d in docs if d['state'] == 'downloading' and 0 < d['bytes_done'] - 1000 < 262144 - SLOW_PIECE
+              and d['files_done'] < 2]
+    assert len(within) >= 2, [(d['state'], d['files_done'], d['bytes_done']) for d in docs]
+    assert any(d['bytes_per_second'] > 0 for d in within)
+    assert os.stat(progress_file).st_mode & 0o777 == 0o644
+
+    # a run with nothing to download: resolving, then done with everything on disk and no rate
+    with ProgressWatcher(progress_file) as watcher:
+        again = ok(capsys, args)
+    assert again['changed'] is False
+    assert [d['state'] for d in watcher.docs][-1] == 'done'
+    assert 'downloading' not in [d['state'] for d in watcher.docs]
+    final = watcher.docs[-1]
+    assert final['files_done'] == final['files_total'] == 2 and final['bytes_done'] == final['bytes_total']
+    assert final['bytes_per_second'] == 0
+
+
+def test_progress_file_failed_states(capsys, hub, cache, tmp_path, monkeypatch):
+    import errno
+    progress_file = str(tmp_path / 'progress.json')
+    # fails while resolving (gated repository, token without access)
+    result, out, err = failed_io(capsys, dict(repo_id=GATED_REPO, cache_dir=cache, endpoint=hub.url,
+                                              token=HF_TOKEN_NO_GATE, progress_file=progress_file), kind='gated')
+    with open(progress_file) as f:
+        raw = f.read()
+    doc = json.loads(raw)
+    assert set(doc) == PROGRESS_KEYS | {'error_kind', 'msg'}
+    assert doc['state'] == 'failed' and doc['error_kind'] == 'gated' and doc['msg'] == result['msg']
+    assert_no_token(out, err, raw)
+
+    # fails while downloading: the totals are known
+    def enospc(**kwargs):
+        raise OSError(errno.ENOSPC, 'No space left on device')
+
+    monkeypatch.setattr(_hf, 'snapshot_download', enospc)
+    result = failed(capsys, dict(repo_id=REPO, cache_dir=cache, endpoint=hub.url, token=HF_TOKEN_GATED,
+                                 progress_file=progress_file), kind='disk_full')
+    with open(progress_file) as f:
+        raw = f.read()
+    doc = json.loads(raw)
+    assert doc['state'] == 'failed' and doc['error_kind'] == 'disk_full' and doc['msg'] == result['msg']
+    assert len(doc['commit']) == 40 and doc['files_total'] == len(REPO_FILES) and doc['bytes_total'] > 600 * 1024
+    assert doc['bytes_done'] == doc['files_done'] == 0
+    assert_no_token(raw)
+
+
+def test_progress_file_not_written_in_check_mode_and_unwritable(capsys, hub, cache, tmp_path):
+    progress_file = str(tmp_path / 'progress.json')
+    ok(capsys, dict(repo_id=REPO, cache_dir=cache, endpoint=hub.url, progress_file=progress_file), check_mode=True)
+    assert not os.path.exists(progress_file)
+    blocker = tmp_path / 'a_file'
+    blocker.write_text('')
+    result = failed(capsys, dict(repo_id=REPO, cache_dir=cache, endpoint=hub.url,
+                                 progress_file=str(blocker / 'progress.json')))
+    assert result['error_kind'] in ('invalid_option', 'not_writable')
+    assert 'cannot write progress_file %s' % (blocker / 'progress.json') in result['msg']
+    assert not os.path.exists(cache), 'nothing is downloaded when progress_file cannot be written'
 
 
 @pytest.mark.parametrize('args, needle', [
