@@ -32,6 +32,7 @@ __metaclass__ = type
 
 import collections
 import errno
+import hashlib
 import json
 import os
 import re
@@ -46,7 +47,8 @@ try:
     import huggingface_hub
     from huggingface_hub import HfApi, get_hf_file_metadata, hf_hub_url, snapshot_download
     from huggingface_hub import constants as hf_constants
-    from huggingface_hub.utils import filter_repo_objects
+    from huggingface_hub.file_download import http_get
+    from huggingface_hub.utils import WeakFileLock, build_hf_headers, filter_repo_objects
     try:
         from huggingface_hub import errors as hf_errors
     except ImportError:  # huggingface_hub < 0.23
@@ -408,6 +410,143 @@ class Target(object):
                 except OSError:
                     pass
         return removed
+
+
+    # partial downloads ---------------------------------------------------
+    def _partial_dir(self, rfile):
+        if self.local_dir:
+            parts = rfile.path.split('/')
+            return os.path.join(self.local_dir, '.cache', 'huggingface', 'download', *parts[:-1])
+        return os.path.join(self.storage_folder, 'blobs')
+
+    def lock_path(self, rfile):
+        """The lock huggingface_hub holds while it downloads this file (same path, so the two never race)."""
+        if self.local_dir:
+            return os.path.join(self.local_dir, '.cache', 'huggingface', 'download', *rfile.path.split('/')) + '.lock'
+        return os.path.join(self.cache_dir, '.locks', os.path.basename(self.storage_folder), rfile.etag + '.lock')
+
+    def partials(self, rfile):
+        """Partial downloads of rfile left by an interrupted earlier run: [(path, size in bytes)], largest first.
+
+        Names written by huggingface_hub: cache mode ``blobs/<etag>.incomplete`` (< 2.0) or
+        ``blobs/<etag>.<8 hex>.incomplete`` (>= 2.0, one per process); local_dir mode
+        ``.cache/huggingface/download/<dir>/<hash>.<etag>[.<8 hex>].incomplete``. huggingface_hub >= 2.0 never
+        resumes them itself (its temporary name is unique to the process that was killed).
+        """
+        if not rfile.etag:
+            return []
+        directory = self._partial_dir(rfile)
+        try:
+            names = os.listdir(directory)
+        except OSError:
+            return []
+        if self.local_dir:
+            pattern = re.compile(r'^[^.]+\.%s(\.[0-9a-f]{8})?\.incomplete$' % re.escape(rfile.etag))
+        else:
+            pattern = re.compile(r'^%s(\.[0-9a-f]{8})?\.incomplete$' % re.escape(rfile.etag))
+        found = []
+        for name in names:
+            if pattern.match(name):
+                path = os.path.join(directory, name)
+                try:
+                    found.append((path, os.stat(path).st_size))
+                except OSError:
+                    continue
+        found.sort(key=lambda item: (-item[1], item[0]))
+        return found
+
+    def reusable_bytes(self, rfiles):
+        """Bytes of rfiles already on disk in partial downloads (what a resume does not fetch again)."""
+        total = 0
+        for rfile in rfiles:
+            found = [size for _path, size in self.partials(rfile) if size <= rfile.size]
+            total += max(found) if found else 0
+        return total
+
+    def finish(self, rfile, commit, partial):
+        """Give a completed partial file its final name (the blob, or the local_dir file plus its metadata)."""
+        _chmod_like_umask(partial)
+        if self.local_dir:
+            parts = rfile.path.split('/')
+            final = os.path.join(self.local_dir, *parts)
+            meta = os.path.join(self.local_dir, '.cache', 'huggingface', 'download', *parts) + '.metadata'
+            if not os.path.isdir(os.path.dirname(final)):
+                os.makedirs(os.path.dirname(final))
+            os.replace(partial, final)
+            # huggingface_hub's local_dir metadata format: commit, etag, unix time (see module docstring).
+            _atomic_write(meta, '%s\n%s\n%s\n' % (commit, rfile.etag, time.time()))
+        else:
+            os.replace(partial, os.path.join(self.storage_folder, 'blobs', rfile.etag))
+
+
+def _chmod_like_umask(path):
+    """Permissions of a new file (0666 minus umask), as huggingface_hub sets them on the files it moves in place."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    os.chmod(path, 0o666 & ~mask)
+
+
+REGEX_SHA256 = re.compile(r'^[0-9a-f]{64}$')
+
+
+def _sha256_of(path):
+    h = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(8 * 1024 * 1024), b''):
+            h.update(block)
+    return h.hexdigest()
+
+
+def resume_partials(target, commit, rfiles, endpoint, token, warnings):
+    """Complete the partial downloads of rfiles that an interrupted earlier run left behind.
+
+    huggingface_hub >= 2.0 downloads each file to a temporary name unique to its process and never reuses
+    it, so after a kill (SIGKILL, OOM, node reboot) the bytes already on disk would be fetched again. For each
+    file with such a partial file (the largest one), under huggingface_hub's own lock for that file: request
+    the remaining bytes with an HTTP Range (``huggingface_hub.file_download.http_get(resume_size=...)``,
+    which starts over if the server ignores the range), check the size and, for LFS files, the sha256 (the
+    etag), and move it to its final name; snapshot_download then only links it. Other partial copies of
+    the same file are removed. A partial file that is larger than the file, or whose completed content does
+    not match the sha256, is removed and the file is downloaded afresh.
+
+    Returns the number of bytes reused (not fetched again).
+    """
+    reused = 0
+    headers = build_hf_headers(token=token if token else False, library_name=LIBRARY_NAME,
+                               library_version=LIBRARY_VERSION)
+    for rfile in rfiles:
+        if not target.partials(rfile):
+            continue
+        lock = target.lock_path(rfile)
+        if not os.path.isdir(os.path.dirname(lock)):
+            os.makedirs(os.path.dirname(lock))
+        with WeakFileLock(lock):
+            found = target.partials(rfile)  # again, under the lock: a concurrent download may have finished
+            keep = None
+            for path, size in found:
+                if keep is None and 0 < size <= rfile.size:
+                    keep = (path, size)
+                else:
+                    _unlink(path)
+            if keep is None:
+                continue
+            path, size = keep
+            url = hf_hub_url(target.repo_id, rfile.path, repo_type=target.repo_type, revision=commit, endpoint=endpoint)
+            with open(path, 'r+b') as f:
+                f.seek(0, os.SEEK_END)
+                http_get(url, f, resume_size=size, headers=dict(headers), expected_size=rfile.size,
+                         displayed_filename=rfile.path)
+                f.truncate()  # the server may have restarted the file from byte 0 (status 200)
+            got = os.stat(path).st_size
+            if got != rfile.size or (REGEX_SHA256.match(rfile.etag) and _sha256_of(path) != rfile.etag):
+                _unlink(path)
+                warnings.append('%s: the partial download left by an earlier run did not complete to the expected '
+                                'content (%d bytes, sha256 %s): removed; the file is downloaded again'
+                                % (rfile.path, got, rfile.etag))
+                continue
+            target.finish(rfile, commit, path)
+            reused += size
+    return reused
 
 
 def _unlink(path):
@@ -920,12 +1059,14 @@ def run(params, check_mode=False):
                 % (repo_id, revision, commit, target.path_for(commit), len(fetch), len(plan.selection), sample, endpoint),
                 kind='offline_incomplete')
 
+        reused = 0
         if not check_mode and not params.get('offline'):
             if fetch:
-                disk_space_check(target, plan.bytes_download)
+                disk_space_check(target, plan.bytes_download - target.reusable_bytes(plan.missing))
                 target.discard_invalid(commit, plan.missing)
                 if progress is not None:
                     progress.downloading(target)
+                reused = resume_partials(target, commit, plan.missing, endpoint, token, warnings)
                 _download(params, target, commit, allow, ignore, endpoint, token, timeout)
                 after = Plan(target, commit, plan.all_files, allow, ignore)
                 if after.to_fetch:
@@ -943,8 +1084,9 @@ def run(params, check_mode=False):
                     warnings.append('could not record the file listing of %s@%s in %s (%s): offline=true will not be '
                                     'able to verify this copy' % (repo_id, commit, target.state_dir, e))
         elif check_mode and fetch and not params.get('offline'):
+            reused = target.reusable_bytes(plan.missing)
             try:
-                disk_space_check(target, plan.bytes_download)
+                disk_space_check(target, plan.bytes_download - reused)
             except HfDownloadError as e:
                 warnings.append(e.msg)
     except HfDownloadError as e:
@@ -970,7 +1112,8 @@ def run(params, check_mode=False):
         'commit': commit,
         'files': len(plan.selection),
         'fetched_files': [f.path for f in fetch],
-        'bytes_fetched': plan.bytes_download,
+        'bytes_fetched': plan.bytes_download - reused,
+        'bytes_reused': reused,
         'bytes_total': plan.bytes_total,
         'seconds': round(time.time() - started, 3),
         'diff': {

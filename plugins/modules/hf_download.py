@@ -21,6 +21,13 @@ description:
     of large files) and nothing is downloaded; C(changed) is then V(false).
     Partial files are never reported complete. C(huggingface_hub) downloads to a temporary
     C(*.incomplete) file and gives it its final name only when it is complete, and the module checks sizes.
+  - Interrupted downloads resume. C(huggingface_hub) 2.x names its temporary file per process
+    (C(<etag>.<8 hex>.incomplete)) and never reuses it, so after a killed run (SIGKILL, OOM, reboot) the module
+    itself completes the largest partial file of each missing file with an HTTP C(Range) request
+    (C(huggingface_hub.file_download.http_get) with C(resume_size)), under C(huggingface_hub)'s lock for that
+    file, checks its size and, for LFS files, its sha256, and moves it to its final name. Bytes kept this way are
+    returned in RV(bytes_reused). A partial file that does not complete to the expected content is removed and
+    the file is downloaded again (with a warning).
   - Files go either to the C(huggingface_hub) cache (O(cache_dir), the default) or to a plain directory
     (O(local_dir)).
   - With O(offline=true) no network access is made at all. The module only checks that the files recorded for
@@ -292,6 +299,14 @@ bytes_fetched:
   returned: success
   type: int
   sample: 65249924096
+bytes_reused:
+  description:
+    - Size in bytes of partial files left by an interrupted earlier run that were kept and completed instead of
+      being fetched again (not part of RV(bytes_fetched)). In check mode, the bytes that would be kept.
+      If a server ignores the C(Range) request the file is fetched again from its start and this still counts it.
+  returned: success
+  type: int
+  sample: 4294967296
 bytes_total:
   description: Total size in bytes of the selected files.
   returned: success

@@ -44,6 +44,9 @@ used by tests/bench) are never held in memory nor written to ``--data-dir``: the
 on the fly for each request, block by block (see ``StreamedFile``), so start-up stays fast. Their sha256
 (LFS oid / ETag) is computed on the first request that needs it (repo info with blobs, tree listing,
 file HEAD/GET), which takes about a second per 256 MiB; the commit SHA does not depend on it.
+
+A repo with ``"rate_bytes_per_second": N`` sends file bodies at most N bytes per second per request
+(e.g. ``sparkops-lab/slow-resume``), so that tests can kill a client in the middle of a file.
 """
 
 import argparse
@@ -336,6 +339,10 @@ class Repo(object):
         if self.id.count("/") != 1:
             raise ValueError("repo id %r must be <org>/<name>" % self.id)
         self.gated = spec.get("gated") or False
+        # Throttled file bodies (bytes per second, per request): lets tests interrupt a download mid-file.
+        self.rate = int(spec.get("rate_bytes_per_second") or 0)
+        if self.rate < 0:
+            raise ValueError("repo %s: rate_bytes_per_second must be >= 0" % self.id)
         self.config = spec.get("config") or {}
         self.last_modified = last_modified
         self.files = {}
@@ -679,9 +686,14 @@ class HubHandler(BaseHTTPRequestHandler):
         self.end_headers()
         sent = 0
         if self.command != "HEAD":
+            began = time.time()
             for chunk in f.read(start, end):
                 self.wfile.write(chunk)
                 sent += len(chunk)
+                if repo.rate:
+                    ahead = sent / float(repo.rate) - (time.time() - began)
+                    if ahead > 0:
+                        time.sleep(ahead)
         self._log(status, sent)
         return None
 

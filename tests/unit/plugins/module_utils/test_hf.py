@@ -27,7 +27,7 @@ pytestmark = pytest.mark.usefixtures('hf_env', 'loopback_only')
 LAB_REPOS = {
     'openai/gpt-oss-120b', 'nvidia/gpt-oss-120b-Eagle3-long-context', 'nvidia/Llama-3.3-70B-Instruct-FP4',
     'nvidia/Llama-3.1-8B-Instruct-FP4', 'nvidia/Qwen3-235B-A22B-FP4', 'nvidia/Qwen3-235B-A22B-Eagle3',
-    'sparkops-lab/bench-100', 'sparkops-lab/bench-large',
+    'sparkops-lab/bench-100', 'sparkops-lab/bench-large', 'sparkops-lab/slow-resume',
 }
 BENCH_LARGE = 'sparkops-lab/bench-large'
 MIB = 1024 * 1024
@@ -348,8 +348,10 @@ def test_generated_repos(hub_mod):
         elif repo_id == BENCH_LARGE:  # generated on the fly, never held in memory
             assert len(blobs) == 4 and sum(b.size for b in blobs) == 256 * MIB
             assert all(isinstance(b, hub_mod.StreamedFile) and b.data is None for b in blobs)
+        elif repo_id == 'sparkops-lab/slow-resume':  # throttled: tests kill a download in the middle of a file
+            assert len(blobs) == 3 and all(b.size == 8 * MIB for b in blobs) and repo.rate == 2 * MIB
         else:
-            assert 1 <= len(blobs) <= 2
+            assert 1 <= len(blobs) <= 2 and repo.rate == 0
             assert all(100 * 1024 <= b.size <= 1024 * 1024 for b in blobs)
         for blob in blobs:  # valid safetensors container
             head = blob.data[:65536] if blob.data is not None else b''.join(blob.read(0, 65536))
@@ -609,3 +611,96 @@ def test_interrupted_transfer_resumes_with_range_requests(hub_mod, tmp_path, mon
     expected = state.repos[('model', 'nvidia/Llama-3.1-8B-Instruct-FP4')].files['model.safetensors']
     with open(weights, 'rb') as f:
         assert hashlib.sha256(f.read()).hexdigest() == expected.sha256
+
+
+# --------------------------------------------------------------------------- resume after a killed run
+
+RESUME_REPO = 'nvidia/Llama-3.1-8B-Instruct-FP4'  # model.safetensors: 262144 bytes, LFS (etag = sha256)
+
+
+def _partial_dir(target, rfile_path, mode):
+    if mode == 'cache_dir':
+        return os.path.join(target.storage_folder, 'blobs')
+    parts = rfile_path.split('/')
+    return os.path.join(target.local_dir, '.cache', 'huggingface', 'download', *parts[:-1])
+
+
+def _partial_name(etag, mode, suffix):
+    # huggingface_hub 2.x: <etag>.<8 hex>.incomplete (cache) / <hash>.<etag>.<8 hex>.incomplete (local_dir)
+    return ('%s%s.incomplete' if mode == 'cache_dir' else 'Qk3vZ8.%s%s.incomplete') % (etag, suffix)
+
+
+def _hub_log_lines(hub, path):
+    with open(hub.log_path) as f:
+        return [line.split() for line in f if (' /%s/resolve/' % RESUME_REPO) in line and line.split()[3].endswith(path)]
+
+
+@pytest.mark.parametrize('mode', ['cache_dir', 'local_dir'])
+def test_killed_download_resumes_from_the_partial_file(hub, hub_mod, tmp_path, mode):
+    """A kill leaves <etag>.<8 hex>.incomplete; the next run fetches only the rest, with a Range request."""
+    expected = hub_mod.HubState(HUB_REPOS, None).repos[('model', RESUME_REPO)].files['model.safetensors']
+    where = str(tmp_path / mode)
+    params = base_params(repo_id=RESUME_REPO, endpoint=hub.url, **{mode: where})
+    target = _hf.Target(RESUME_REPO, 'model', **{mode: where})
+    pdir = _partial_dir(target, 'model.safetensors', mode)
+    os.makedirs(pdir)
+    kept = 100000
+    with open(os.path.join(pdir, _partial_name(expected.sha256, mode, '.0a1b2c3d')), 'wb') as f:
+        f.write(expected.data[:kept])  # what the killed process had written
+    with open(os.path.join(pdir, _partial_name(expected.sha256, mode, '.99ff00ee')), 'wb') as f:
+        f.write(expected.data[:4096])  # an older, shorter attempt: removed
+
+    planned = _hf.run(params, check_mode=True)
+    assert planned['bytes_reused'] == kept and planned['changed']
+    assert planned['bytes_fetched'] + kept == planned['bytes_total']  # nothing else is on disk yet
+    before = len(_hub_log_lines(hub, 'model.safetensors'))
+
+    result = _hf.run(params)
+    assert result['bytes_reused'] == kept
+    assert result['bytes_fetched'] == planned['bytes_fetched']
+    assert 'model.safetensors' in result['fetched_files']
+    with open(os.path.join(result['path'], 'model.safetensors'), 'rb') as f:
+        assert hashlib.sha256(f.read()).hexdigest() == expected.sha256
+    gets = [line for line in _hub_log_lines(hub, 'model.safetensors')[before:] if line[2] == 'GET']
+    assert [(line[4], int(line[5])) for line in gets] == [('206', expected.size - kept)]
+    assert not [n for n in os.listdir(pdir) if n.endswith('.incomplete')]
+    if mode == 'local_dir':
+        meta = os.path.join(where, '.cache', 'huggingface', 'download', 'model.safetensors.metadata')
+        with open(meta) as f:
+            assert f.read().split('\n')[:2] == [result['commit'], expected.sha256]
+
+    again = _hf.run(params)
+    assert not again['changed'] and again['bytes_fetched'] == 0 and again['bytes_reused'] == 0
+
+
+def test_partial_file_with_wrong_content_is_dropped_and_downloaded_again(hub, hub_mod, tmp_path):
+    expected = hub_mod.HubState(HUB_REPOS, None).repos[('model', RESUME_REPO)].files['model.safetensors']
+    params = base_params(repo_id=RESUME_REPO, endpoint=hub.url, cache_dir=str(tmp_path))
+    target = _hf.Target(RESUME_REPO, 'model', cache_dir=str(tmp_path))
+    pdir = _partial_dir(target, 'model.safetensors', 'cache_dir')
+    os.makedirs(pdir)
+    with open(os.path.join(pdir, _partial_name(expected.sha256, 'cache_dir', '.0a1b2c3d')), 'wb') as f:
+        f.write(b'\0' * 50000)  # e.g. zero-filled after a power loss
+    with open(os.path.join(pdir, _partial_name(expected.sha256, 'cache_dir', '')), 'wb') as f:
+        f.write(b'\0' * (expected.size + 1))  # longer than the file: never resumed
+    result = _hf.run(params)
+    assert result['bytes_reused'] == 0
+    assert any('did not complete to the expected content' in w for w in result['warnings']), result['warnings']
+    with open(os.path.join(result['path'], 'model.safetensors'), 'rb') as f:
+        assert hashlib.sha256(f.read()).hexdigest() == expected.sha256
+    assert not [n for n in os.listdir(pdir) if n.endswith('.incomplete')]
+
+
+def test_partials_only_match_their_own_etag(tmp_path):
+    target = _hf.Target('org/name', 'model', cache_dir=str(tmp_path))
+    rfile = _hf.RemoteFile('w.safetensors', 1000, 'a' * 64)
+    blobs = os.path.join(target.storage_folder, 'blobs')
+    os.makedirs(blobs)
+    for name, size in (('a' * 64 + '.incomplete', 10), ('a' * 64 + '.0123abcd.incomplete', 20),
+                       ('a' * 63 + 'b.0123abcd.incomplete', 30), ('a' * 64 + '.xyz.incomplete', 40),
+                       ('a' * 64, 50)):
+        with open(os.path.join(blobs, name), 'wb') as f:
+            f.write(b'x' * size)
+    assert [size for _p, size in target.partials(rfile)] == [20, 10]
+    assert target.reusable_bytes([rfile]) == 20
+    assert target.partials(_hf.RemoteFile('n.json', 5, None)) == []
