@@ -59,35 +59,9 @@ SCRUBBED_ENV = ('HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN', 'HF_ENDPOINT', 'HF_HUB_OFF
 
 def _guard_network(allowed):
     """Refuse (and record) name resolution and connections to any host but the allowed ones."""
-    violations = []
-    real_getaddrinfo = socket.getaddrinfo
-    real_connect = socket.socket.connect
-    real_connect_ex = socket.socket.connect_ex
-
-    def getaddrinfo(host, *args, **kwargs):
-        name = host.decode() if isinstance(host, bytes) else host
-        if name is not None and name not in allowed:
-            violations.append('resolve %s' % name)
-            raise OSError('hf_download_bench: no traffic to %s (allowed: %s)' % (name, ', '.join(sorted(allowed))))
-        return real_getaddrinfo(host, *args, **kwargs)
-
-    def check(address):
-        if isinstance(address, tuple) and address[0] not in allowed:
-            violations.append('connect %s' % (address,))
-            raise OSError('hf_download_bench: no traffic to %s' % (address,))
-
-    def connect(self, address):
-        check(address)
-        return real_connect(self, address)
-
-    def connect_ex(self, address):
-        check(address)
-        return real_connect_ex(self, address)
-
-    socket.getaddrinfo = getaddrinfo
-    socket.socket.connect = connect
-    socket.socket.connect_ex = connect_ex
-    return violations
+    sys.path.insert(0, os.path.join(ROOT, 'tests'))
+    import netguard  # tests/netguard.py, shared with the unit tests' loopback_only fixture
+    return netguard.guard(lambda host: host in allowed, 'hf_download_bench')
 
 
 def child(kind, spec_path, out_path):

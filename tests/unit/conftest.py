@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import collections
-import ipaddress
 import json
 import os
 import select
@@ -21,6 +20,8 @@ import subprocess
 import sys
 
 import pytest
+
+from ansible_collections.sparkops.specdec.tests import netguard
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 HUB_DIR = os.path.join(HERE, '..', 'lab', 'images', 'hub')
@@ -125,44 +126,9 @@ def hf_env(monkeypatch, tmp_path):
     return monkeypatch
 
 
-def _is_loopback(host):
-    if host in ('localhost', 'localhost.localdomain'):
-        return True
-    try:
-        return ipaddress.ip_address(host.split('%')[0]).is_loopback
-    except ValueError:
-        return False
-
-
 @pytest.fixture
 def loopback_only(monkeypatch):
     """Fail loudly if code under test talks to anything but 127.0.0.1 / ::1."""
-    real_getaddrinfo = socket.getaddrinfo
-    real_connect = socket.socket.connect
-    real_connect_ex = socket.socket.connect_ex
-    violations = []  # also catches attempts made inside best-effort code that swallows exceptions
-
-    def guarded_getaddrinfo(host, *args, **kwargs):
-        if host is not None and not _is_loopback(host if isinstance(host, str) else host.decode()):
-            violations.append('resolve %r' % (host,))
-            raise OSError('loopback_only: test tried to resolve non-loopback host %r' % (host,))
-        return real_getaddrinfo(host, *args, **kwargs)
-
-    def _check(address):
-        if isinstance(address, tuple) and not _is_loopback(str(address[0])):
-            violations.append('connect %r' % (address,))
-            raise OSError('loopback_only: test tried to connect to non-loopback address %r' % (address,))
-
-    def guarded_connect(self, address):
-        _check(address)
-        return real_connect(self, address)
-
-    def guarded_connect_ex(self, address):
-        _check(address)
-        return real_connect_ex(self, address)
-
-    monkeypatch.setattr(socket, 'getaddrinfo', guarded_getaddrinfo)
-    monkeypatch.setattr(socket.socket, 'connect', guarded_connect)
-    monkeypatch.setattr(socket.socket, 'connect_ex', guarded_connect_ex)
+    violations = netguard.guard(netguard.is_loopback, 'loopback_only', monkeypatch.setattr)
     yield violations
     assert not violations, 'non-loopback network access: %s' % violations
