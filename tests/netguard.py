@@ -18,7 +18,7 @@ def is_loopback(host):
     if host in ('localhost', 'localhost.localdomain'):
         return True
     try:
-        return ipaddress.ip_address(str(host).split('%')[0]).is_loopback
+        return ipaddress.ip_address(str(host).split('%', maxsplit=1)[0]).is_loopback
     except ValueError:
         return False
 

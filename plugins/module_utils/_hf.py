@@ -411,7 +411,6 @@ class Target(object):
                     pass
         return removed
 
-
     # partial downloads ---------------------------------------------------
     def _partial_dir(self, rfile):
         if self.local_dir:
