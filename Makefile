@@ -62,9 +62,12 @@ sanity: deps  ## ansible-test sanity on a copy of the collection
 units: deps  ## pytest unit tests
 	$(BIN)/python -m pytest -q tests/unit
 
-molecule: lab-up  ## Molecule scenarios on the lab: two nodes, then one node with each method
+molecule: lab-up  ## Molecule scenarios on the lab: two nodes, downloads, fault tests, then one node with each method
 	$(BIN)/molecule test -s two_nodes
 	$(BIN)/molecule test -s hf_download
+	$(BIN)/molecule test -s netplan_faults
+	$(BIN)/molecule test -s preflight_faults
+	$(BIN)/molecule test -s server_faults
 	for m in eagle3 draft_target none; do SPECDEC_METHOD=$$m $(BIN)/molecule test -s single_node || exit 1; done
 
 test: lint sanity molecule units  ## everything CI runs (pytest last: its summary closes the run)
