@@ -53,6 +53,8 @@ for d in /sys/fs/cgroup/*; do
   grep -q " $d cgroup ro," /proc/mounts || continue
   umount "$d" && mount -t cgroup -o "rw,nosuid,nodev,noexec,relatime,$opts" cgroup "$d"
 done
+# After a hard stop (docker stop/kill of the node) the old pid files stay and dockerd would refuse to start.
+rm -f /var/run/docker.pid /var/run/docker/containerd/containerd.pid
 dockerd --bridge=none --iptables=false --ip6tables=false >/var/log/dockerd.log 2>&1 &
 
 mkdir -p /run/sshd
