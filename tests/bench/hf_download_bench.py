@@ -29,7 +29,6 @@ import argparse
 import json
 import os
 import platform
-import select
 import shutil
 import socket
 import statistics
@@ -42,7 +41,6 @@ from urllib.parse import urlsplit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-HUB_DIR = os.path.join(ROOT, 'tests', 'lab', 'images', 'hub')
 MODULE_FQN = 'ansible_collections.sparkops.specdec.plugins.modules.hf_download'
 MODULE_UTILS_FQN = 'ansible_collections.sparkops.specdec.plugins.module_utils._hf'
 LARGE_REPO = 'sparkops-lab/bench-large'
@@ -57,11 +55,17 @@ SCRUBBED_ENV = ('HF_TOKEN', 'HUGGING_FACE_HUB_TOKEN', 'HF_ENDPOINT', 'HF_HUB_OFF
 # --------------------------------------------------------------------------- child process (one timed run)
 
 
+def _shared(name):
+    """A helper module of tests/ shared with the unit tests (netguard, labhub)."""
+    tests_dir = os.path.join(ROOT, 'tests')
+    if tests_dir not in sys.path:
+        sys.path.insert(0, tests_dir)
+    return __import__(name)
+
+
 def _guard_network(allowed):
     """Refuse (and record) name resolution and connections to any host but the allowed ones."""
-    sys.path.insert(0, os.path.join(ROOT, 'tests'))
-    import netguard  # tests/netguard.py, shared with the unit tests' loopback_only fixture
-    return netguard.guard(lambda host: host in allowed, 'hf_download_bench')
+    return _shared('netguard').guard(lambda host: host in allowed, 'hf_download_bench')
 
 
 def child(kind, spec_path, out_path):
@@ -128,29 +132,11 @@ def collections_dir(workdir):
 
 
 def start_hub(workdir):
-    log = open(os.path.join(workdir, 'hub.log'), 'w')
-    proc = subprocess.Popen(
-        [sys.executable, '-I', '-S', os.path.join(HUB_DIR, 'hub_server.py'), '--host', '127.0.0.1', '--port', '0',
-         '--repos', os.path.join(HUB_DIR, 'repos.json')],
-        stdout=subprocess.PIPE, stderr=log, universal_newlines=True)
-    log.close()
-    if not select.select([proc.stdout], [], [], 60)[0]:
-        proc.kill()
-        raise RuntimeError('hub_server.py did not start within 60 s (log: %s)' % os.path.join(workdir, 'hub.log'))
-    line = proc.stdout.readline().strip()
-    if not line.startswith('READY '):
-        proc.kill()
-        raise RuntimeError('unexpected hub_server.py output %r' % line)
-    return proc, line.split(' ', 1)[1]
+    return _shared('labhub').start(os.path.join(workdir, 'hub.log'))
 
 
 def stop_hub(proc):
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    _shared('labhub').stop(proc)
 
 
 def repo_listing(endpoint, repo_id):

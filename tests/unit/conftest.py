@@ -13,20 +13,14 @@ from __future__ import annotations
 
 import collections
 import json
-import os
-import select
 import socket
-import subprocess
-import sys
 
 import pytest
 
-from ansible_collections.sparkops.specdec.tests import netguard
+from ansible_collections.sparkops.specdec.tests import labhub, netguard
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-HUB_DIR = os.path.join(HERE, '..', 'lab', 'images', 'hub')
-HUB_SERVER = os.path.abspath(os.path.join(HUB_DIR, 'hub_server.py'))
-HUB_REPOS = os.path.abspath(os.path.join(HUB_DIR, 'repos.json'))
+HUB_SERVER = labhub.HUB_SERVER
+HUB_REPOS = labhub.HUB_REPOS
 
 # Lab tokens (not real Hugging Face tokens).
 HF_TOKEN_GATED = 'hf_labAliceHasGatedAccess0123456789abcdef'
@@ -41,13 +35,6 @@ LAB_TOKENS = {
 HubInfo = collections.namedtuple('HubInfo', 'url port log_path process')
 
 
-def _read_ready_line(proc, timeout=60):
-    ready = select.select([proc.stdout], [], [], timeout)[0]
-    if not ready:
-        raise RuntimeError('hub_server.py did not start within %ss' % timeout)
-    return proc.stdout.readline().strip()
-
-
 @pytest.fixture(scope='session')
 def hub(tmp_path_factory):
     """Start hub_server.py on 127.0.0.1 (free port); yields HubInfo(url, port, log_path, process)."""
@@ -55,25 +42,11 @@ def hub(tmp_path_factory):
     tokens = workdir / 'tokens.json'
     tokens.write_text(json.dumps(LAB_TOKENS))
     log_path = str(workdir / 'hub.log')
-    with open(log_path, 'w') as log:
-        proc = subprocess.Popen(
-            [sys.executable, '-I', '-S', HUB_SERVER, '--host', '127.0.0.1', '--port', '0',
-             '--repos', HUB_REPOS, '--tokens', str(tokens)],
-            stdout=subprocess.PIPE, stderr=log, universal_newlines=True,
-        )
+    proc, url = labhub.start(log_path, tokens)
     try:
-        line = _read_ready_line(proc)
-        if not line.startswith('READY http://127.0.0.1:'):
-            raise RuntimeError('unexpected hub_server.py output %r (log: %s)' % (line, log_path))
-        url = line.split(' ', 1)[1]
         yield HubInfo(url=url, port=int(url.rsplit(':', 1)[1]), log_path=log_path, process=proc)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        labhub.stop(proc)
 
 
 @pytest.fixture
