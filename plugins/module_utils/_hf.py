@@ -84,6 +84,11 @@ STATE_DIR_NAME = '.sparkops-hf_download'
 LOCAL_STATE_DIR_NAME = 'sparkops-hf_download'
 MANIFEST_FORMAT = 1
 REGEX_COMMIT = re.compile(r'^[0-9a-f]{40}$')
+REGEX_SHA256 = re.compile(r'^[0-9a-f]{64}$')
+# huggingface_hub's partial downloads: <etag>[.<8 hex>].incomplete (cache blobs/) and
+# <hash>.<etag>[.<8 hex>].incomplete (local_dir .cache/huggingface/download/); group 1 is the etag.
+REGEX_PARTIAL_CACHE = re.compile(r'^([^.]+)(?:\.[0-9a-f]{8})?\.incomplete$')
+REGEX_PARTIAL_LOCAL = re.compile(r'^[^.]+\.([^.]+)(?:\.[0-9a-f]{8})?\.incomplete$')
 SPACE_ERRNOS = (errno.ENOSPC, getattr(errno, 'EDQUOT', errno.ENOSPC))
 WRITE_ERRNOS = (errno.EACCES, errno.EPERM, errno.EROFS)
 CONNECTION_ERROR_NAMES = frozenset((
@@ -424,6 +429,11 @@ class Target(object):
             return os.path.join(self.local_dir, '.cache', 'huggingface', 'download', *rfile.path.split('/')) + '.lock'
         return os.path.join(self.cache_dir, '.locks', os.path.basename(self.storage_folder), rfile.etag + '.lock')
 
+    def partial_etag(self, name):
+        """The etag in the name of a huggingface_hub partial download (see partials()), or None for other names."""
+        match = (REGEX_PARTIAL_LOCAL if self.local_dir else REGEX_PARTIAL_CACHE).match(name)
+        return match.group(1) if match else None
+
     def partials(self, rfile):
         """Partial downloads of rfile left by an interrupted earlier run: [(path, size in bytes)], largest first.
 
@@ -439,13 +449,9 @@ class Target(object):
             names = os.listdir(directory)
         except OSError:
             return []
-        if self.local_dir:
-            pattern = re.compile(r'^[^.]+\.%s(\.[0-9a-f]{8})?\.incomplete$' % re.escape(rfile.etag))
-        else:
-            pattern = re.compile(r'^%s(\.[0-9a-f]{8})?\.incomplete$' % re.escape(rfile.etag))
         found = []
         for name in names:
-            if pattern.match(name):
+            if self.partial_etag(name) == rfile.etag:
                 path = os.path.join(directory, name)
                 try:
                     found.append((path, os.stat(path).st_size))
@@ -485,7 +491,6 @@ def _chmod_like_umask(path):
     os.chmod(path, 0o666 & ~mask)
 
 
-REGEX_SHA256 = re.compile(r'^[0-9a-f]{64}$')
 
 
 def _sha256_of(path):
@@ -720,10 +725,8 @@ class Progress(object):
         fresh = self._download_started - 2
         if target.local_dir:
             walk = os.walk(os.path.join(target.local_dir, '.cache', 'huggingface', 'download'))
-            position = 1  # <hash>.<etag>[.<8 hex>].incomplete
         else:
             walk = [(os.path.join(target.storage_folder, 'blobs'), None, None)]
-            position = 0  # <etag>[.<8 hex>].incomplete
         for dirpath, _dirs, names in walk:
             if names is None:
                 try:
@@ -731,10 +734,7 @@ class Progress(object):
                 except OSError:
                     continue
             for name in names:
-                if not name.endswith('.incomplete'):
-                    continue
-                parts = name.split('.')
-                etag = parts[position] if len(parts) > position + 1 else None
+                etag = target.partial_etag(name)
                 if etag not in sizes:
                     continue
                 try:
