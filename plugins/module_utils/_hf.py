@@ -491,8 +491,6 @@ def _chmod_like_umask(path):
     os.chmod(path, 0o666 & ~mask)
 
 
-
-
 def _sha256_of(path):
     h = hashlib.sha256()
     with open(path, 'rb') as f:
