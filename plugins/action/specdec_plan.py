@@ -1,0 +1,163 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Action plugin of sparkops.specdec.specdec_plan: controller-side, no host is contacted.
+
+It gathers the deployment from the inventory (the settings every member node was given,
+over the roles' defaults), validates every setting and the deployment as a whole, and
+returns the plan built by module_utils/_plan.py. The documentation is in
+plugins/modules/specdec_plan.py.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+
+import yaml
+
+from ansible.errors import AnsibleError
+from ansible.module_utils.common.text.converters import to_text
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.sparkops.specdec.plugins.module_utils import _plan, _settings
+
+_ROLES_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "roles")
+_ARGS = frozenset(("topology", "commits", "image", "state", "server_running", "allow_restart"))
+# Settings that must be the same on every member of a deployment (the server's and the shared
+# facts, and the image: TP=2 needs one config and one engine on every rank).
+_SAME_ON_ALL = ("specdec_", "trtllm_container_image", "trtllm_container_trtllm_version")
+
+
+def _role_defaults():
+    """Every role's defaults that are plain values (Jinja defaults are computed by the plan)."""
+    out = {}
+    for role in sorted(os.listdir(_ROLES_DIR)):
+        path = os.path.join(_ROLES_DIR, role, "defaults", "main.yml")
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle) or {}
+        for key, value in data.items():
+            if isinstance(value, str) and ("{{" in value or "{%" in value):
+                continue
+            out[key] = value
+    return out
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        args = dict(self._task.args)
+        unknown = sorted(set(args) - _ARGS)
+        if unknown:
+            raise AnsibleError("specdec_plan: unknown option(s) %s" % ", ".join(unknown))
+        me = task_vars["inventory_hostname"]
+        groups = task_vars.get("groups", {})
+        play_hosts = list(task_vars.get("ansible_play_hosts_all") or [me])
+        topology = args.get("topology") or ("two_sparks" if len(play_hosts) > 1 else "single_spark")
+        if topology not in _plan.TOPOLOGIES:
+            raise AnsibleError("specdec_plan: topology must be two_sparks or single_spark, got %s" % topology)
+
+        hostvars = task_vars["hostvars"]
+        specs = _settings.load_specs(os.path.join(_ROLES_DIR, ".."))
+        defaults = _role_defaults()
+        user = {}
+        errors = []
+        per_host = {}
+
+        if topology == "two_sparks":
+            heads = list(groups.get("spark_head") or [])
+            members = heads + [h for h in groups.get("spark_workers") or [] if h not in heads]
+            if len(heads) != 1 or len(members) != 2:
+                errors.append("inventory: two_sparks.yml needs one host in group spark_head and one in spark_workers "
+                              "(got spark_head=%s, spark_workers=%s); see inventories/example/hosts.yml."
+                              % (heads, list(groups.get("spark_workers") or [])))
+        else:
+            members = [me] if len(play_hosts) == 1 else play_hosts
+            if len(play_hosts) != 1:
+                errors.append("inventory: single_spark.yml serves on one Spark but targets %s; put one host in "
+                              "spark_head, pass -e single_spark_host=NAME, or use --limit." % ", ".join(play_hosts))
+        for host in members:
+            raw = hostvars.raw_get(host)
+            names = [k for k in raw.keys() if not k.startswith("ansible_")] if hasattr(raw, "keys") else []
+            given = {}
+            for name in names:
+                try:
+                    given[name] = hostvars[host][name]
+                except Exception as exc:  # an undefined variable inside a setting
+                    errors.append("%s on %s: cannot be evaluated (%s); fix its value."
+                                  % (name, host, to_text(exc).splitlines()[0][:200]))
+            context = {"host": host, "ansible_host": given.get("ansible_host") or raw.get("ansible_host")}
+            for line in _settings.check_settings(given, specs, context=context):
+                per_host.setdefault(line, []).append(host)
+            user[host] = given
+        # A problem every member shares (a group or extra var) is reported once.
+        for line, hosts in per_host.items():
+            errors.append(line if len(hosts) == len(members) else "%s (on %s)" % (line, ", ".join(hosts)))
+
+        head = None
+        if members:
+            explicit = user.get(members[0], {}).get("specdec_head_host")
+            head = explicit or (members[0] if topology == "two_sparks" else me)
+        settings = dict(defaults)
+        settings.update({k: v for k, v in user.get(head, user.get(me, {})).items()})
+        # One deployment has one value per setting: the same on every member.
+        if len(members) > 1:
+            names = sorted({k for h in members for k in user.get(h, {}) if k.startswith(_SAME_ON_ALL)})
+            for name in names:
+                if "token" in name:
+                    continue
+                values = {h: user.get(h, {}).get(name, defaults.get(name)) for h in members}
+                if len({repr(v) for v in values.values()}) > 1:
+                    errors.append("%s: differs between %s; a deployment has one value, set it once for the group "
+                                  "(e.g. in group_vars/spark_nodes.yml)."
+                                  % (name, ", ".join("%s (%s)" % (h, v) for h, v in values.items())))
+        addresses = {h: user.get(h, {}).get("ansible_host") or h for h in members}
+        if topology == "two_sparks":
+            for line in _plan.check_fabric(members, lambda h: dict(defaults, **user.get(h, {})), addresses):
+                if line not in errors:
+                    errors.append(line)
+        dep = _plan.deployment_from_inventory(settings, topology, members, head or me, addresses)
+        image = args.get("image") or {}
+        version, source = (None, None)
+        if image:
+            version, source = _plan.image_version(settings.get("trtllm_container_image"), image.get("env"),
+                                                  image.get("labels"), image.get("package_version"),
+                                                  settings.get("trtllm_container_trtllm_version"))
+            if version is None:
+                errors.append("trtllm_container_trtllm_version: cannot tell the TensorRT-LLM version of %s (%s); set it "
+                              "to the image's version, e.g. 1.3.0rc12." % (settings.get("trtllm_container_image"), source))
+        built = _plan.build_plan(dep, trtllm_version=version, version_source=source, commits=args.get("commits"),
+                                 image_id=image.get("id"))
+        # A setting already reported by the per-setting checks is not reported again by the plan.
+        named = {e.split(":", 1)[0] for e in errors}
+        errors += [e for e in built["errors"] if e not in errors and e.split(":", 1)[0] not in named]
+        result["changed"] = False
+        result["deployment"] = {k: v for k, v in dep.items() if k != "settings"}
+        if errors:
+            result["failed"] = True
+            result["msg"] = ("Deployment %s: %d problem(s), nothing was changed:\n- %s"
+                             % (dep["id"], len(errors), "\n- ".join(errors)))
+            return result
+        plan = built["plan"]
+        result["errors"] = []
+        result["plan"] = plan
+        if "server_running" in args and plan.get("launch") is not None:
+            decision = _plan.decide(args.get("state") or {}, plan, bool(args.get("server_running")),
+                                    bool(args.get("allow_restart")))
+            result["decision"] = decision
+            now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
+            result["state_after"] = _plan.new_state(plan, args.get("state") or {}, now)
+            if decision["action"] == "refuse":
+                result["failed"] = True
+                result["msg"] = ("specdec_server_allow_restart: the server of deployment %s on %s runs with another "
+                                 "launch spec (%s); restarting it interrupts serving until the model is loaded again. "
+                                 "Re-run with -e specdec_server_allow_restart=true to restart only the server (the "
+                                 "container and the downloads stay). Nothing was changed."
+                                 % (dep["id"], plan["head"], decision["reason"]))
+        return result

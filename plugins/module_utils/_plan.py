@@ -1,0 +1,692 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""The deployment plan of sparkops.specdec, as pure functions (no Ansible, no I/O).
+
+A *deployment* is the unit: an id, its member nodes, its head, an engine, an image, a
+preset and the user's overrides.  ``build_plan`` turns one deployment into everything the
+roles act on -- the ``extra-llm-api-config.yml`` content, the server argv, the rank
+environment, the models with their revisions, where the draft lives, the port and the
+endpoint -- or into a list of one-line errors, each naming the setting, the problem and
+the fix.  ``decide`` is the restart state machine over the versioned state file.
+
+Sources of the facts encoded here:
+* presets: NVIDIA's "Speculative Decoding on DGX Spark" runbook (dgx-spark-playbooks,
+  image nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12);
+* key spellings per TensorRT-LLM version: NVIDIA/TensorRT-LLM#10099 (``speculative_model_dir``
+  -> ``speculative_model``, old name kept as an alias) and #10124 (``decoding_type: Eagle3``),
+  merged Dec 2025; the API reference of 1.3.0rc27 and 1.4.0rc1 documents the new names; the
+  discriminated union of ``tensorrt_llm/llmapi/llm_args.py`` spells Draft-Target ``Draft_Target``;
+* the release image's ``ENV TRT_LLM_VERSION`` (TensorRT-LLM ``docker/Dockerfile.multi``, release stage).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+
+try:  # ansible-core requires packaging; the fallback keeps this module importable alone.
+    from packaging.version import InvalidVersion, Version
+except ImportError:  # pragma: no cover
+    Version = None
+    InvalidVersion = ValueError
+
+SCHEMA_VERSION = 1
+ENGINES = ("trtllm",)
+METHODS = ("eagle3", "draft_target", "none")
+TOPOLOGIES = ("two_sparks", "single_spark")
+
+# The runbook's three setups. Keys of llm_api_options are TensorRT-LLM's own.
+PRESETS = {
+    "gpt-oss-120b-eagle3": {
+        "method": "eagle3",
+        "target_model": "openai/gpt-oss-120b",
+        "draft_model": "nvidia/gpt-oss-120b-Eagle3-long-context",
+        "max_draft_len": 5,
+        "tp_size": 1,
+        "port": 8000,
+        "host": "localhost",
+        "max_batch_size": 1,
+        "max_num_tokens": None,
+        "kv_cache_free_gpu_memory_fraction": None,
+        "tiktoken": True,
+        "llm_api_options": {
+            "enable_attention_dp": False,
+            "disable_overlap_scheduler": False,
+            "enable_autotuner": False,
+            "cuda_graph_config": {"max_batch_size": 1},
+            "kv_cache_config": {"free_gpu_memory_fraction": 0.9, "enable_block_reuse": False},
+        },
+    },
+    "llama-3.3-70b-draft-target": {
+        "method": "draft_target",
+        "target_model": "nvidia/Llama-3.3-70B-Instruct-FP4",
+        "draft_model": "nvidia/Llama-3.1-8B-Instruct-FP4",
+        "max_draft_len": 4,
+        "tp_size": 1,
+        "port": 8000,
+        "host": "localhost",
+        "max_batch_size": 1,
+        "max_num_tokens": None,
+        # The runbook passes the KV fraction on the command line for this setup (not in YAML).
+        "kv_cache_free_gpu_memory_fraction": 0.9,
+        "tiktoken": False,
+        "llm_api_options": {
+            "print_iter_log": False,
+            "disable_overlap_scheduler": True,
+            "kv_cache_config": {"enable_block_reuse": False},
+        },
+    },
+    "qwen3-235b-eagle3-tp2": {
+        "method": "eagle3",
+        "target_model": "nvidia/Qwen3-235B-A22B-FP4",
+        "draft_model": "nvidia/Qwen3-235B-A22B-Eagle3",
+        "max_draft_len": 3,
+        "tp_size": 2,
+        "port": 8355,
+        "host": "0.0.0.0",
+        "max_batch_size": None,
+        "max_num_tokens": 1024,
+        "kv_cache_free_gpu_memory_fraction": None,
+        "tiktoken": False,
+        "llm_api_options": {
+            "enable_attention_dp": False,
+            "disable_overlap_scheduler": False,
+            "enable_autotuner": False,
+            "enable_chunked_prefill": False,
+            "cuda_graph_config": {"max_batch_size": 1},
+            "kv_cache_config": {"free_gpu_memory_fraction": 0.9, "enable_block_reuse": False},
+        },
+    },
+}
+# specdec_server_* overrides of preset fields (null = the preset's value).
+OVERRIDABLE = ("method", "target_model", "draft_model", "max_draft_len", "tp_size", "port", "host",
+               "max_batch_size", "max_num_tokens", "kv_cache_free_gpu_memory_fraction")
+
+# TensorRT-LLM key spelling per version: the entry with the highest ``since`` that is <= the
+# image's version applies. Versions between 1.3.0rc12 (runbook, legacy spelling validated) and
+# 1.3.0rc27 (first API reference seen with the new names) are not verified; the legacy spelling
+# is kept there because the new releases keep ``speculative_model_dir`` as an alias.
+SPELLINGS = (
+    {"since": "0", "name": "legacy", "eagle3": "Eagle", "draft_target": "DraftTarget",
+     "draft_key": "speculative_model_dir"},
+    {"since": "1.3.0rc27", "name": "current", "eagle3": "Eagle3", "draft_target": "Draft_Target",
+     "draft_key": "speculative_model"},
+)
+# Command-line flags the plan sets itself (a user flag for one of them would be ambiguous).
+OWNED_FLAGS = ("--tp_size", "--tensor_parallel_size", "--port", "--host", "--backend", "--extra_llm_api_options",
+               "--config", "--revision")
+# Dedicated variable -> its extra-llm-api-config.yml key path.
+DEDICATED = {
+    "specdec_server_max_batch_size": ("max_batch_size",),
+    "specdec_server_max_num_tokens": ("max_num_tokens",),
+    "specdec_server_kv_cache_free_gpu_memory_fraction": ("kv_cache_config", "free_gpu_memory_fraction"),
+    "specdec_server_max_draft_len": ("speculative_config", "max_draft_len"),
+    "specdec_server_tp_size": ("tensor_parallel_size",),
+    "specdec_server_return_perf_metrics": ("return_perf_metrics",),
+}
+# Keys of speculative_config the plan owns whatever the user sets (their spelling depends on the
+# image version, and the draft lives where the download put it).
+PLAN_OWNED_SPEC_KEYS = {
+    "decoding_type": "specdec_server_method",
+    "speculative_model": "specdec_server_draft_model",
+    "speculative_model_dir": "specdec_server_draft_model",
+}
+DRAFTS_SUBDIR = "sparkops-drafts"
+TIKTOKEN_SUBDIR = "sparkops-tiktoken"
+HF_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+# ---------------------------------------------------------------------------- versions
+def parse_version(text):
+    """A comparable version for a TensorRT-LLM version string, or None."""
+    if text is None:
+        return None
+    text = str(text).strip()
+    if not text or Version is None:
+        return None
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
+
+
+def tag_of(image):
+    """The tag of an image reference (None for a digest reference or no tag)."""
+    ref = str(image or "")
+    if "@" in ref:
+        return None
+    last = ref.rsplit("/", 1)[-1]
+    return last.split(":", 1)[1] if ":" in last else None
+
+
+def image_version(image, env=None, labels=None, package_version=None, override=None):
+    """The TensorRT-LLM version of an image and where it came from.
+
+    Order: the user's override, the image's ``TRT_LLM_VERSION`` environment (set by the release
+    stage of TensorRT-LLM's Dockerfile.multi), the OCI version label, the ``tensorrt_llm`` package
+    metadata read in the container, the tag.  Returns ``(version, source)`` or ``(None, reason)``.
+    """
+    if override:
+        return (str(override), "trtllm_container_trtllm_version") if parse_version(override) else (None, "override")
+    for item in env or []:
+        name, _, value = str(item).partition("=")
+        if name == "TRT_LLM_VERSION" and parse_version(value):
+            return value, "image environment TRT_LLM_VERSION"
+    label = (labels or {}).get("org.opencontainers.image.version")
+    if label:
+        head = re.match(r"^[0-9][0-9A-Za-z.]*", label)
+        if head and parse_version(head.group(0)):
+            return head.group(0), "image label org.opencontainers.image.version"
+    if package_version and parse_version(package_version):
+        return str(package_version), "tensorrt_llm package metadata"
+    tag = tag_of(image)
+    if tag and parse_version(tag):
+        return tag, "image tag"
+    return None, "no TRT_LLM_VERSION, version label, package metadata or version tag"
+
+
+def spelling_for(version):
+    """The key spelling for a TensorRT-LLM version string (legacy when unknown)."""
+    parsed = parse_version(version)
+    chosen = SPELLINGS[0]
+    for entry in SPELLINGS:
+        if parsed is not None and parsed >= parse_version(entry["since"]):
+            chosen = entry
+    return dict(chosen)
+
+
+# ---------------------------------------------------------------------------- helpers
+def deep_merge(base, override):
+    """Recursive merge: mappings merge key by key, anything else in ``override`` replaces."""
+    out = copy.deepcopy(base)
+    for key, value in (override or {}).items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _get_path(data, path):
+    cur = data
+    for key in path:
+        if not isinstance(cur, dict) or key not in cur:
+            return None, False
+        cur = cur[key]
+    return cur, True
+
+
+def _set_path(data, path, value):
+    cur = data
+    for key in path[:-1]:
+        cur = cur.setdefault(key, {})
+    cur[path[-1]] = value
+
+
+
+def _is_int(value, minimum=None):
+    if isinstance(value, bool):
+        return False
+    try:
+        number = int(str(value))
+    except (TypeError, ValueError):
+        return False
+    return minimum is None or number >= minimum
+
+
+def draft_local_dir(draft_model):
+    """The draft's directory relative to the HF cache (persistent, mounted in the container)."""
+    return "%s/%s" % (DRAFTS_SUBDIR, str(draft_model).replace("/", "--"))
+
+
+def fingerprint(launch):
+    """sha256 of the canonical JSON of a launch spec."""
+    return hashlib.sha256(json.dumps(launch, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def config_text(preset, method, options):
+    """The extra-llm-api-config.yml text (stable key order)."""
+    lines = ["# Managed by sparkops.specdec (specdec_server role), preset %s, method %s." % (preset, method)]
+    lines.append(_yaml(options, 0).rstrip("\n"))
+    return "\n".join(lines) + "\n"
+
+
+def _scalar(value):
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    text = str(value)
+    if re.match(r"^[A-Za-z0-9_./@+-][A-Za-z0-9_./@+ -]*$", text) and text.strip() == text and \
+            text.lower() not in ("true", "false", "yes", "no", "on", "off", "null", "~") and \
+            not re.match(r"^[-+]?[0-9.]+([eE][-+]?[0-9]+)?$", text):
+        return text
+    return json.dumps(text)
+
+
+def _yaml(data, indent):
+    pad = " " * indent
+    out = ""
+    if isinstance(data, dict):
+        if not data:
+            return pad + "{}\n"
+        for key in sorted(data):
+            value = data[key]
+            if isinstance(value, dict) and value:
+                out += "%s%s:\n%s" % (pad, key, _yaml(value, indent + 2))
+            elif isinstance(value, list) and value:
+                out += "%s%s:\n" % (pad, key)
+                for item in value:
+                    if isinstance(item, (dict, list)):
+                        out += "%s- %s\n" % (pad + "  ", json.dumps(item, sort_keys=True))
+                    else:
+                        out += "%s- %s\n" % (pad + "  ", _scalar(item))
+            elif isinstance(value, (dict, list)):
+                out += "%s%s: %s\n" % (pad, key, "{}" if isinstance(value, dict) else "[]")
+            else:
+                out += "%s%s: %s\n" % (pad, key, _scalar(value))
+        return out
+    return pad + _scalar(data) + "\n"
+
+
+# ---------------------------------------------------------------------------- deployment
+def deployment_from_inventory(settings, topology, members, head, host_addresses=None):
+    """Map today's inventory (spark_head + spark_workers, or one host) to one deployment.
+
+    ``settings``: the head's resolved settings (role defaults overlaid with the inventory).
+    ``members``: inventory names of the deployment's nodes, head first.
+    """
+    dep_id = settings.get("specdec_deployment_id") or head
+    return {
+        "id": dep_id,
+        "topology": topology,
+        "members": list(members),
+        "head": head,
+        "engine": settings.get("specdec_server_engine") or "trtllm",
+        "image": settings.get("trtllm_container_image"),
+        "preset": settings.get("specdec_server_preset") or "auto",
+        "settings": dict(settings),
+        "addresses": dict(host_addresses or {}),
+    }
+
+
+def pick_preset(preset, method, members):
+    if preset and preset != "auto":
+        return preset
+    if len(members) > 1:
+        return "qwen3-235b-eagle3-tp2"
+    return "llama-3.3-70b-draft-target" if method == "draft_target" else "gpt-oss-120b-eagle3"
+
+
+def _resolve(dep, errors):
+    s = dep["settings"]
+    name = pick_preset(dep.get("preset"), s.get("specdec_server_method"), dep["members"])
+    if name not in PRESETS:
+        errors.append("specdec_server_preset: '%s' is not a preset; use auto or one of %s." % (name, ", ".join(sorted(PRESETS))))
+        return name, None
+    resolved = copy.deepcopy(PRESETS[name])
+    for field in OVERRIDABLE:
+        value = s.get("specdec_server_" + field)
+        if value is not None and value != "":
+            resolved[field] = value
+    return name, resolved
+
+
+def _check_fields(dep, r, errors):
+    s = dep["settings"]
+    members = dep["members"]
+    if dep["engine"] not in ENGINES:
+        errors.append("specdec_server_engine: '%s' is not supported; use %s." % (dep["engine"], " or ".join(ENGINES)))
+    if r["method"] not in METHODS:
+        errors.append("specdec_server_method: '%s' is not a method; use eagle3, draft_target or none." % r["method"])
+    if not isinstance(r["target_model"], str) or not HF_ID.match(r["target_model"]):
+        errors.append("specdec_server_target_model: '%s' is not a Hugging Face model id; write it as org/name "
+                      "(e.g. openai/gpt-oss-120b)." % r["target_model"])
+    if r["method"] in ("eagle3", "draft_target"):
+        if not isinstance(r["draft_model"], str) or not HF_ID.match(r["draft_model"]):
+            errors.append("specdec_server_draft_model: '%s' is not a Hugging Face model id; %s needs a draft written as "
+                          "org/name, or set specdec_server_method: none." % (r["draft_model"], r["method"]))
+        if not _is_int(r["max_draft_len"], 1) or int(str(r["max_draft_len"])) > 32:
+            errors.append("specdec_server_max_draft_len: %r is out of range; set an integer from 1 to 32 "
+                          "(the runbook uses 3 to 5)." % (r["max_draft_len"],))
+    if not _is_int(r["tp_size"], 1):
+        errors.append("specdec_server_tp_size: %r is not a positive integer; set it to the number of Sparks "
+                      "of the deployment (%d)." % (r["tp_size"], len(members)))
+    elif int(str(r["tp_size"])) != len(members):
+        errors.append("specdec_server_tp_size: %s does not match the %d node(s) of deployment %s (%s); set %d, or %s."
+                      % (r["tp_size"], len(members), dep["id"], ", ".join(members), len(members),
+                         "use playbooks/two_sparks.yml with two Sparks" if int(str(r["tp_size"])) > len(members)
+                         else "use playbooks/single_spark.yml for one Spark"))
+    if not _is_int(r["port"], 1) or int(str(r["port"])) > 65535:
+        errors.append("specdec_server_port: %r is not a TCP port; set 1-65535." % (r["port"],))
+    elif int(str(r["port"])) == int(str(s.get("specdec_container_ssh_port") or 2233)):
+        errors.append("specdec_server_port: %s is also specdec_container_ssh_port (the container's sshd on the host "
+                      "network); give the server another port." % r["port"])
+    for field in ("max_batch_size", "max_num_tokens"):
+        if r[field] is not None and not _is_int(r[field], 1):
+            errors.append("specdec_server_%s: %r must be an integer >= 1, or null for the preset's." % (field, r[field]))
+    frac = r["kv_cache_free_gpu_memory_fraction"]
+    if frac is not None:
+        try:
+            ok = 0 < float(frac) <= 1 and not isinstance(frac, bool)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            errors.append("specdec_server_kv_cache_free_gpu_memory_fraction: %r is out of range; set a number in (0, 1] "
+                          "(the runbook uses 0.9)." % (frac,))
+    if dep["head"] not in members:
+        errors.append("specdec_head_host: '%s' is not a node of deployment %s (%s); name one of them."
+                      % (dep["head"], dep["id"], ", ".join(members)))
+    # Method / model / topology consistency.
+    draft = str(r.get("draft_model") or "")
+    if r["method"] == "draft_target" and re.search(r"eagle", draft, re.I):
+        errors.append("specdec_server_draft_model: %s is an EAGLE-3 head, not a standalone draft model, so method "
+                      "draft_target cannot use it%s; set specdec_server_method: eagle3, or a small model of the "
+                      "target's family with the same tokenizer as specdec_server_draft_model."
+                      % (draft, " (preset %s, %d Sparks)" % (dep.get("preset_name"), len(members))
+                         if dep.get("preset_name") else ""))
+
+
+def _merge_options(dep, r, spelling, draft_dir, errors):
+    s = dep["settings"]
+    user = s.get("specdec_server_llm_api_options") or {}
+    if not isinstance(user, dict):
+        errors.append("specdec_server_llm_api_options: must be a mapping of extra-llm-api-config.yml keys, got %s; "
+                      "write it as YAML keys (e.g. {enable_chunked_prefill: true})." % type(user).__name__)
+        user = {}
+    user_spec = user.get("speculative_config")
+    if user_spec is not None and not isinstance(user_spec, dict):
+        errors.append("specdec_server_llm_api_options.speculative_config: must be a mapping; set the method with "
+                      "specdec_server_method and the draft length with specdec_server_max_draft_len.")
+        user = {k: v for k, v in user.items() if k != "speculative_config"}
+        user_spec = None
+    # A key set both in llm_api_options and by a dedicated variable is ambiguous.
+    for var, path in DEDICATED.items():
+        value = s.get(var)
+        if value is None or value == "" or (var == "specdec_server_return_perf_metrics" and value is False):
+            continue
+        _, present = _get_path(user, path)
+        if present:
+            errors.append("%s and specdec_server_llm_api_options.%s both set this value; keep one of them."
+                          % (var, ".".join(path)))
+    if user_spec:
+        for key, var in PLAN_OWNED_SPEC_KEYS.items():
+            if key in user_spec:
+                errors.append("specdec_server_llm_api_options.speculative_config.%s: set by the plan from %s (its "
+                              "spelling depends on the image's TensorRT-LLM version); remove it and set %s."
+                              % (key, var, var))
+        if r["method"] == "none":
+            errors.append("specdec_server_llm_api_options.speculative_config: method none serves without speculation; "
+                          "remove it, or set specdec_server_method: eagle3 or draft_target.")
+    options = copy.deepcopy(r["llm_api_options"])
+    frac = r["kv_cache_free_gpu_memory_fraction"]
+    frac_set_by_user = s.get("specdec_server_kv_cache_free_gpu_memory_fraction") not in (None, "")
+    cli_frac = None
+    if frac is not None:
+        # The user's value goes where the preset puts the fraction (YAML or command line).
+        if frac_set_by_user and _get_path(options, ("kv_cache_config", "free_gpu_memory_fraction"))[1]:
+            _set_path(options, ("kv_cache_config", "free_gpu_memory_fraction"), float(frac))
+        else:
+            cli_frac = frac
+    if s.get("specdec_server_return_perf_metrics") in (True, "true", "yes", "True"):
+        options["return_perf_metrics"] = True
+    if r["method"] in ("eagle3", "draft_target") and _is_int(r["max_draft_len"], 1):
+        options["speculative_config"] = {
+            "decoding_type": spelling[r["method"]],
+            "max_draft_len": int(str(r["max_draft_len"])),
+            spelling["draft_key"]: draft_dir,
+        }
+    options = deep_merge(options, {k: v for k, v in user.items() if k != "speculative_config"})
+    if user_spec and r["method"] != "none":
+        spec = deep_merge(options.get("speculative_config", {}),
+                          {k: v for k, v in user_spec.items() if k not in PLAN_OWNED_SPEC_KEYS})
+        options["speculative_config"] = spec
+    return options, cli_frac
+
+
+def _argv(dep, r, options, cli_frac, revision, state_dir, errors):
+    s = dep["settings"]
+    extra = s.get("specdec_server_extra_args") or []
+    if isinstance(extra, str) or not isinstance(extra, list):
+        errors.append("specdec_server_extra_args: must be a list of arguments, e.g. ['--log_level', 'info'], not a string.")
+        extra = []
+    extra = [str(a) for a in extra]
+    for arg in extra:
+        flag = arg.split("=", 1)[0]
+        if flag in OWNED_FLAGS:
+            errors.append("specdec_server_extra_args: %s is set by the plan; remove it (port: specdec_server_port, "
+                          "host: specdec_server_host, TP size: specdec_server_tp_size, revision: "
+                          "specdec_server_target_revision)." % flag)
+    argv = ["trtllm-serve", r["target_model"], "--backend", "pytorch", "--tp_size", str(r["tp_size"])]
+    if revision:
+        argv += ["--revision", revision]
+    for field in ("max_batch_size", "max_num_tokens"):
+        if r[field] is not None and field not in options:
+            argv += ["--" + field, str(r[field])]
+        elif r[field] is not None and s.get("specdec_server_" + field) not in (None, "") and field in options:
+            errors.append("specdec_server_%s and specdec_server_llm_api_options.%s both set this value; keep one of them."
+                          % (field, field))
+    if cli_frac is not None:
+        if _get_path(options, ("kv_cache_config", "free_gpu_memory_fraction"))[1]:
+            errors.append("specdec_server_kv_cache_free_gpu_memory_fraction is set and extra-llm-api-config.yml sets "
+                          "kv_cache_config.free_gpu_memory_fraction too; keep one (set the variable to null, or remove "
+                          "the key from specdec_server_llm_api_options).")
+        else:
+            argv += ["--kv_cache_free_gpu_memory_fraction", str(cli_frac)]
+    argv += ["--extra_llm_api_options", state_dir + "/extra-llm-api-config.yml",
+             "--host", str(r["host"]), "--port", str(r["port"])]
+    return argv + extra
+
+
+def build_plan(dep, trtllm_version=None, version_source=None, commits=None, image_id=None):
+    """Plan one deployment. Returns ``{'errors': [...], 'plan': {...} or None}``.
+
+    ``commits``: repo id -> commit that the download resolved (the server then serves exactly that
+    revision); without it the plan is the pre-download one (``launch`` is None).
+    """
+    errors = []
+    s = dep["settings"]
+    preset_name, r = _resolve(dep, errors)
+    if r is None:
+        return {"errors": errors, "plan": None}
+    dep = dict(dep, preset_name=preset_name)
+    _check_fields(dep, r, errors)
+    spelling = spelling_for(trtllm_version)
+    state_dir = s.get("specdec_state_dir") or "/var/lib/sparkops/specdec"
+    cache_in_container = s.get("specdec_container_hf_cache_dir") or "/root/.cache/huggingface"
+    spec_on = r["method"] in ("eagle3", "draft_target")
+    draft_rel = draft_local_dir(r["draft_model"]) if spec_on else None
+    draft_dir = "%s/%s" % (cache_in_container, draft_rel) if spec_on else None
+    options, cli_frac = _merge_options(dep, r, spelling, draft_dir, errors)
+    target_rev = str(s.get("specdec_server_target_revision") or "main")
+    models = [{"role": "target", "repo": r["target_model"], "revision": target_rev, "local_dir": None}]
+    if spec_on:
+        models.append({"role": "draft", "repo": r["draft_model"],
+                       "revision": str(s.get("specdec_server_draft_revision") or "main"), "local_dir": draft_rel})
+    commit = (commits or {}).get(r["target_model"])
+    argv = _argv(dep, r, options, cli_frac, commit, state_dir, errors)
+    tiktoken = bool(r.get("tiktoken")) or "gpt-oss" in str(r["target_model"]).lower()
+    env = {}
+    user_env = s.get("specdec_server_env") or {}
+    if not isinstance(user_env, dict):
+        errors.append("specdec_server_env: must be a mapping of NAME: value, e.g. {TLLM_LOG_LEVEL: INFO}.")
+        user_env = {}
+    for key, value in user_env.items():
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", str(key)):
+            errors.append("specdec_server_env: '%s' is not an environment variable name; use letters, digits and _." % key)
+        env[str(key)] = str(value)
+    if s.get("specdec_server_hf_hub_offline", True) in (True, "true", "yes", "True", 1):
+        env["HF_HUB_OFFLINE"] = "1"
+    if tiktoken:
+        env["TIKTOKEN_ENCODINGS_BASE"] = "%s/%s" % (cache_in_container, TIKTOKEN_SUBDIR)
+    text = config_text(preset_name, r["method"], options)
+    head_addr = (dep.get("addresses") or {}).get(dep["head"]) or dep["head"]
+    local = str(r["host"]) in ("localhost", "127.0.0.1", "::1")
+    port = int(str(r["port"])) if _is_int(r["port"], 1) else None
+    plan = {
+        "schema_version": SCHEMA_VERSION,
+        "deployment": dep["id"],
+        "topology": dep["topology"],
+        "members": dep["members"],
+        "head": dep["head"],
+        "engine": dep["engine"],
+        "image": dep.get("image"),
+        "preset": preset_name,
+        "method": r["method"],
+        "target_model": r["target_model"],
+        "draft_model": r["draft_model"] if spec_on else None,
+        "max_draft_len": (options.get("speculative_config") or {}).get("max_draft_len") if spec_on else None,
+        "tp_size": int(str(r["tp_size"])) if _is_int(r["tp_size"], 1) else None,
+        "host": str(r["host"]),
+        "port": port,
+        "endpoint": "http://%s:%s/v1" % ("127.0.0.1" if local else head_addr, port),
+        "models": models,
+        "draft_dir": draft_dir,
+        "trtllm_version": trtllm_version,
+        "version_source": version_source,
+        "spelling": spelling,
+        "llm_api_options": options,
+        "config_text": text,
+        "config_sha256": hashlib.sha256(text.encode()).hexdigest(),
+        "argv": argv,
+        "rank_env": env,
+        "tiktoken": tiktoken,
+        "launch": None,
+        "fingerprint": None,
+    }
+    if commits is not None:
+        missing = [m["repo"] for m in models if m["repo"] not in commits]
+        if missing:
+            errors.append("models %s have no downloaded commit; run with specdec_server_download: true, or download "
+                          "them into the cache first." % ", ".join(missing))
+        launch = {
+            "argv": argv,
+            "env": env,
+            "config_sha256": plan["config_sha256"],
+            "image_id": image_id,
+            "models": {m["repo"]: commits.get(m["repo"]) for m in models},
+            "port": port,
+            "members": dep["members"],
+        }
+        plan["launch"] = launch
+        plan["fingerprint"] = fingerprint(launch)
+    return {"errors": sorted(set(errors), key=errors.index), "plan": plan}
+
+
+# ---------------------------------------------------------------------------- decisions
+def decide(state, plan, server_running, allow_restart):
+    """The restart state machine. Returns ``{'action': ..., 'reason': ...}``.
+
+    Actions: ``none`` (running with this launch spec), ``start`` (nothing runs), ``restart``
+    (runs with another launch spec, consent given), ``refuse`` (another launch spec, no consent).
+    """
+    running = (state or {}).get("running") or {}
+    same = running.get("fingerprint") == plan.get("fingerprint")
+    if server_running and same:
+        return {"action": "none", "reason": "the server runs with the planned launch spec"}
+    if not server_running:
+        return {"action": "start", "reason": "no server runs" if not running else "the recorded server is not running"}
+    if allow_restart:
+        return {"action": "restart", "reason": _diff_reason(running, plan)}
+    return {"action": "refuse", "reason": _diff_reason(running, plan)}
+
+
+def _diff_reason(running, plan):
+    old = running.get("launch") or {}
+    new = plan.get("launch") or {}
+    if not old:
+        return "the running server was not started from a recorded launch spec"
+    parts = ["%s %s -> %s" % (k, running.get(k), plan.get(k)) for k in ("target_model", "method", "max_draft_len")
+             if running.get(k) != plan.get(k)]
+    parts += sorted(k for k in set(old) | set(new) if old.get(k) != new.get(k))
+    return "changed: %s" % ", ".join(parts) if parts else "the launch spec changed"
+
+
+def new_state(plan, previous_state, now):
+    """The state file content once the server described by ``plan`` serves (``now``: ISO 8601 time).
+
+    ``running`` becomes this launch spec; the one that ran before becomes ``previous`` (a
+    restart of the same spec, e.g. after a crash, keeps the older ``previous``).
+    """
+    prev = copy.deepcopy(previous_state or {})
+    before = prev.get("running") or None
+    running = {"fingerprint": plan["fingerprint"], "launch": plan["launch"], "config_text": plan["config_text"],
+               "endpoint": plan["endpoint"], "target_model": plan["target_model"], "method": plan["method"],
+               "max_draft_len": plan["max_draft_len"], "started_at": now}
+    same = before is not None and before.get("fingerprint") == plan["fingerprint"]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "deployment": plan["deployment"],
+        "engine": plan["engine"],
+        "desired": desired_of(plan),
+        "running": running,
+        "previous": prev.get("previous") if same else before,
+        "created_at": prev.get("created_at") or now,
+        "updated_at": now,
+    }
+
+
+def desired_of(plan):
+    keys = ("topology", "members", "head", "image", "preset", "method", "target_model", "draft_model",
+            "max_draft_len", "tp_size", "host", "port", "models", "trtllm_version", "version_source")
+    return {k: plan.get(k) for k in keys}
+
+
+# ---------------------------------------------------------------------------- fabric
+def fabric_addresses(settings, index, count):
+    """The two fabric addresses (CIDR) of the node at ``index`` of ``count``, as netplan_qsfp derives them.
+
+    Returns ``(addresses, error)``. Explicit ``netplan_qsfp_addresses`` win over the scheme.
+    """
+    import ipaddress
+
+    explicit = settings.get("netplan_qsfp_addresses") or []
+    if explicit:
+        return [str(a) for a in explicit], None
+    try:
+        if (settings.get("netplan_qsfp_scheme") or "per_link_subnets") == "per_link_subnets":
+            nets = [ipaddress.ip_network(str(n), strict=False) for n in settings.get("netplan_qsfp_link_subnets")
+                    or ["192.168.100.0/24", "192.168.101.0/24"]]
+            host = int(settings.get("netplan_qsfp_host_offset") or 10) + index
+            return ["%s/%d" % (net.network_address + host, net.prefixlen) for net in nets], None
+        net = ipaddress.ip_network(str(settings.get("netplan_qsfp_single_subnet") or "192.168.200.0/24"), strict=False)
+        first = int(settings.get("netplan_qsfp_single_host_offset") or 12)
+        return ["%s/%d" % (net.network_address + first + index, net.prefixlen),
+                "%s/%d" % (net.network_address + first + count + index, net.prefixlen)], None
+    except (ValueError, TypeError, IndexError) as exc:
+        return [], str(exc)
+
+
+def check_fabric(members, settings_of, management):
+    """Deployment-wide fabric checks: derivable, unique, inside their subnets, off the management addresses."""
+    import ipaddress
+
+    errors = []
+    seen = {}
+    for index, host in enumerate(members):
+        addrs, err = fabric_addresses(settings_of(host), index, len(members))
+        if err:
+            continue  # the per-setting checks name the bad setting
+        for cidr in addrs:
+            iface = ipaddress.ip_interface(cidr)
+            if iface.ip == iface.network.network_address or iface.ip == iface.network.broadcast_address:
+                errors.append("netplan_qsfp_host_offset: %s gets %s, not a host address of %s; lower the offset or "
+                              "use a larger subnet." % (host, iface.ip, iface.network))
+            if seen.get(str(iface.ip), host) != host:
+                errors.append("netplan_qsfp_addresses: %s and %s would both use %s; give each node its own addresses, "
+                              "or drop netplan_qsfp_addresses to use the scheme." % (seen[str(iface.ip)], host, iface.ip))
+            seen[str(iface.ip)] = host
+            for mhost, maddr in management.items():
+                try:
+                    if ipaddress.ip_address(str(maddr)) in iface.network:
+                        errors.append("netplan_qsfp_link_subnets: fabric subnet %s of %s contains the management address "
+                                      "%s of %s (ansible_host); pick fabric subnets off the management network."
+                                      % (iface.network, host, maddr, mhost))
+                except ValueError:
+                    pass
+    return sorted(set(errors), key=errors.index)

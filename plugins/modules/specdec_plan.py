@@ -1,0 +1,161 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: specdec_plan
+short_description: Check a speculative-decoding deployment and plan its server (controller-side)
+version_added: 0.2.0
+description:
+  - An action plugin: it runs on the controller and contacts no host. It is the first task of every deployment
+    playbook (the inventory preflight) and of the C(specdec_server) role.
+  - Maps the inventory to one deployment (id, member nodes, head, engine, image, preset, overrides). With
+    O(topology=two_sparks) the members are the host of group C(spark_head) and the host of group C(spark_workers);
+    with O(topology=single_spark) the one host of the play.
+  - Checks every variable each member node was given (inventory, group and host vars, extra vars) against the
+    collection's roles (C(meta/argument_specs.yml)): unknown or misspelt names under every prefix, near-miss prefixes,
+    removed names (with the one that replaces them), types, choices, bounds, model ids, paths, IPv4 subnets. Then checks
+    the deployment as a whole: one value per setting on every member, method vs draft model vs topology, tensor
+    parallel size vs node count, settings given twice, fabric addresses unique and off the management network.
+  - Every problem is one line naming the setting, the problem and the fix; the task fails listing them, and nothing
+    is changed on any host.
+  - Builds the plan (see RV(plan)): the C(extra-llm-api-config.yml) content with the key spelling of the image's
+    TensorRT-LLM version, the C(trtllm-serve) argv, the rank environment, the models and revisions, the draft
+    location, the port and the endpoint.
+  - Given O(commits), the launch spec pins the exact downloaded revision (C(--revision <commit>)) and gets a
+    fingerprint; given O(server_running) too, it decides what to do with the server (RV(decision)) and fails, changing
+    nothing, when a running server would need a restart without O(allow_restart).
+author:
+  - sparkops maintainers (@sparkops)
+options:
+  topology:
+    description:
+      - V(two_sparks) (TP=2 across a cabled pair) or V(single_spark). Default V(two_sparks) when the play has more than
+        one host, else V(single_spark).
+    type: str
+    choices: [two_sparks, single_spark]
+  image:
+    description:
+      - Facts of the engine image as the C(trtllm_container) role publishes them (C(trtllm_container_image_info)):
+        C(id), C(env) (C(NAME=value) list), C(labels), C(package_version).
+      - The TensorRT-LLM version, hence the key spelling, comes from C(trtllm_container_trtllm_version) if set, else
+        the image's C(TRT_LLM_VERSION) environment (set by the release stage of TensorRT-LLM's C(docker/Dockerfile.multi)),
+        its C(org.opencontainers.image.version) label, the C(tensorrt_llm) package metadata, or the image tag.
+    type: dict
+  commits:
+    description: Hugging Face repo id -> commit that the download resolved; the launch spec pins these.
+    type: dict
+  state:
+    description: The deployment state file as read from the head (empty when there is none).
+    type: dict
+  server_running:
+    description: Whether the server process runs on the head.
+    type: bool
+  allow_restart:
+    description: Consent to restart a server that runs with another launch spec.
+    type: bool
+    default: false
+attributes:
+  check_mode:
+    support: full
+    description: Reads the inventory only; the same in check mode.
+  diff_mode:
+    support: none
+  action:
+    support: full
+notes:
+  - Errors a user can meet (each one line, the task fails and nothing changes) include an unknown setting with a
+    close match, a misspelt prefix (e.g. C(specdec_sever_port)), a removed name (e.g. C(trtllm_container_name) ->
+    C(specdec_container_name)), a value of the wrong type or out of range (draft length 1-32, ports 1-65535, fractions in
+    (0, 1], timeouts >= 1), a malformed model id, a subnet with host bits set or overlapping the other link or the
+    management address, C(specdec_server_tp_size) not matching the node count, Draft-Target with an EAGLE-3 head, a key
+    set both in C(specdec_server_llm_api_options) and by its dedicated variable, a flag of C(specdec_server_extra_args)
+    that the plan sets itself, a setting that differs between the two nodes, an image whose TensorRT-LLM version
+    cannot be told, and a running server with another launch spec without C(specdec_server_allow_restart).
+seealso:
+  - name: TensorRT-LLM speculative decoding
+    description: decoding_type and speculative_model keys per release (NVIDIA/TensorRT-LLM#10099, #10124).
+    link: https://nvidia.github.io/TensorRT-LLM/
+"""
+
+EXAMPLES = r"""
+- name: Check the inventory of a two-Spark deployment (no host is contacted)
+  sparkops.specdec.specdec_plan:
+    topology: two_sparks
+  run_once: true
+
+- name: Plan the launch from the downloaded revisions and decide about the server
+  sparkops.specdec.specdec_plan:
+    image: "{{ trtllm_container_image_info }}"
+    commits: {nvidia/Qwen3-235B-A22B-FP4: 0123abcd..., nvidia/Qwen3-235B-A22B-Eagle3: 4567ef01...}
+    state: "{{ state_from_the_head }}"
+    server_running: true
+    allow_restart: false
+  register: launch
+"""
+
+RETURN = r"""
+errors:
+  description: One line per problem (empty when the deployment is valid).
+  returned: always
+  type: list
+  elements: str
+deployment:
+  description: The deployment the inventory maps to.
+  returned: always
+  type: dict
+  contains:
+    id: {description: Deployment id (C(specdec_deployment_id), else the head's name)., type: str}
+    topology: {description: two_sparks or single_spark., type: str}
+    members: {description: Inventory names of the nodes, head first., type: list, elements: str}
+    head: {description: The node that launches and serves., type: str}
+    engine: {description: Serving engine (trtllm)., type: str}
+    image: {description: Engine image reference., type: str}
+plan:
+  description: The plan of the deployment.
+  returned: when there are no errors
+  type: dict
+  contains:
+    preset: {description: Resolved preset name., type: str}
+    method: {description: eagle3, draft_target or none., type: str}
+    target_model: {description: Hugging Face id of the target., type: str}
+    draft_model: {description: Hugging Face id of the draft (null without speculation)., type: str}
+    max_draft_len: {description: Draft tokens per step (tokens), null without speculation., type: int}
+    tp_size: {description: Tensor parallel size (= number of nodes)., type: int}
+    port: {description: TCP port of the server., type: int}
+    endpoint: {description: OpenAI-compatible base URL, e.g. http://192.168.250.11:8355/v1., type: str}
+    models:
+      description: Models to download, with C(role) (target/draft), C(repo), C(revision) and C(local_dir) (the draft's
+        directory relative to the HF cache; null for the cache layout).
+      type: list
+      elements: dict
+    draft_dir: {description: Draft directory inside the container., type: str}
+    trtllm_version: {description: TensorRT-LLM version of the image (null before the image is known)., type: str}
+    version_source: {description: Where the version came from., type: str}
+    spelling:
+      description: Key spelling used, C(name) (legacy/current), C(eagle3), C(draft_target) (decoding_type values) and
+        C(draft_key) (speculative_model_dir or speculative_model).
+      type: dict
+    llm_api_options: {description: The content of extra-llm-api-config.yml., type: dict}
+    config_text: {description: The rendered extra-llm-api-config.yml., type: str}
+    config_sha256: {description: sha256 of config_text., type: str}
+    argv: {description: trtllm-serve command line (with --revision <commit> once commits are known)., type: list, elements: str}
+    rank_env: {description: Environment of every rank (no secrets)., type: dict}
+    launch:
+      description: The launch spec (argv, env, config_sha256, image_id, models -> commits, port, members); null before
+        the downloads.
+      type: dict
+    fingerprint: {description: sha256 of the canonical JSON of the launch spec., type: str}
+decision:
+  description: What to do with the server, C(action) (none, start, restart, refuse) and C(reason).
+  returned: when O(server_running) and O(commits) are given
+  type: dict
+state_after:
+  description: The deployment state file content (schema_version 1) to write once the planned server serves.
+  returned: when RV(decision) is returned
+  type: dict
+"""

@@ -1,0 +1,297 @@
+# -*- coding: utf-8 -*-
+# Unit tests for the PRIVATE module_util sparkops.specdec.plugins.module_utils._plan:
+# deployments, presets, key spelling per TensorRT-LLM version, the merge of the user's
+# options, the launch spec, the restart decision and the state file.
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from ansible_collections.sparkops.specdec.plugins.module_utils import _plan
+
+COMMITS = {
+    "nvidia/Qwen3-235B-A22B-FP4": "a" * 40,
+    "nvidia/Qwen3-235B-A22B-Eagle3": "b" * 40,
+    "openai/gpt-oss-120b": "c" * 40,
+    "nvidia/gpt-oss-120b-Eagle3-long-context": "d" * 40,
+    "nvidia/Llama-3.3-70B-Instruct-FP4": "e" * 40,
+    "nvidia/Llama-3.1-8B-Instruct-FP4": "f" * 40,
+}
+
+
+def dep(settings=None, members=("spark-1", "spark-2"), topology=None):
+    members = list(members)
+    base = {"trtllm_container_image": "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12",
+            "specdec_state_dir": "/var/lib/sparkops/specdec",
+            "specdec_container_hf_cache_dir": "/root/.cache/huggingface"}
+    base.update(settings or {})
+    topo = topology or ("two_sparks" if len(members) > 1 else "single_spark")
+    return _plan.deployment_from_inventory(base, topo, members, members[0], {"spark-1": "10.0.0.21"})
+
+
+def build(settings=None, members=("spark-1", "spark-2"), version="1.3.0rc12", commits=COMMITS):
+    return _plan.build_plan(dep(settings, members), trtllm_version=version, version_source="test", commits=commits)
+
+
+def ok(settings=None, **kw):
+    out = build(settings, **kw)
+    assert out["errors"] == []
+    return out["plan"]
+
+
+def errors(settings=None, **kw):
+    out = build(settings, **kw)
+    assert out["errors"], "expected an error"
+    for line in out["errors"]:
+        assert "\n" not in line
+    return " | ".join(out["errors"])
+
+
+# ------------------------------------------------------------------ presets and runbook
+def test_two_sparks_preset_matches_runbook():
+    plan = ok()
+    assert plan["preset"] == "qwen3-235b-eagle3-tp2"
+    assert plan["llm_api_options"]["speculative_config"] == {
+        "decoding_type": "Eagle", "max_draft_len": 3,
+        "speculative_model_dir": "/root/.cache/huggingface/sparkops-drafts/nvidia--Qwen3-235B-A22B-Eagle3"}
+    assert plan["argv"][:5] == ["trtllm-serve", "nvidia/Qwen3-235B-A22B-FP4", "--backend", "pytorch", "--tp_size"]
+    assert plan["port"] == 8355 and plan["endpoint"] == "http://10.0.0.21:8355/v1"
+    assert [m["role"] for m in plan["models"]] == ["target", "draft"]
+
+
+@pytest.mark.parametrize("method,preset,draft_type", [
+    ("eagle3", "gpt-oss-120b-eagle3", "Eagle"),
+    ("draft_target", "llama-3.3-70b-draft-target", "DraftTarget"),
+])
+def test_single_spark_presets(method, preset, draft_type):
+    plan = ok({"specdec_server_method": method}, members=["spark-1"])
+    assert plan["preset"] == preset
+    assert plan["llm_api_options"]["speculative_config"]["decoding_type"] == draft_type
+    assert plan["endpoint"] == "http://127.0.0.1:8000/v1"
+
+
+def test_llama_preset_puts_kv_fraction_on_the_command_line():
+    plan = ok({"specdec_server_method": "draft_target"}, members=["spark-1"])
+    assert plan["argv"][plan["argv"].index("--kv_cache_free_gpu_memory_fraction") + 1] == "0.9"
+    assert "free_gpu_memory_fraction" not in plan["llm_api_options"]["kv_cache_config"]
+
+
+def test_method_none_has_no_draft():
+    plan = ok({"specdec_server_method": "none"}, members=["spark-1"])
+    assert "speculative_config" not in plan["llm_api_options"]
+    assert [m["role"] for m in plan["models"]] == ["target"]
+    assert plan["draft_model"] is None
+
+
+def test_config_text_is_the_yaml_of_the_options():
+    plan = ok({"specdec_server_llm_api_options": {"cuda_graph_config": {"batch_sizes": [1, 2]}, "x_y": "on"}})
+    assert yaml.safe_load(plan["config_text"]) == plan["llm_api_options"]
+    assert plan["config_text"].startswith("# Managed by sparkops.specdec")
+
+
+# ------------------------------------------------------------------ spelling per version
+@pytest.mark.parametrize("version,name", [
+    ("1.3.0rc12", "legacy"), ("1.2.0", "legacy"), ("1.3.0rc26", "legacy"),
+    ("1.3.0rc27", "current"), ("1.4.0rc1", "current"), ("1.4.0", "current"), (None, "legacy"), ("garbage", "legacy")])
+def test_spelling_for(version, name):
+    assert _plan.spelling_for(version)["name"] == name
+
+
+def test_newer_image_renders_new_spelling():
+    plan = ok(version="1.4.0rc1")
+    spec = plan["llm_api_options"]["speculative_config"]
+    assert spec["decoding_type"] == "Eagle3" and "speculative_model" in spec and "speculative_model_dir" not in spec
+    plan = ok({"specdec_server_method": "draft_target"}, members=["spark-1"], version="1.4.0rc1")
+    assert plan["llm_api_options"]["speculative_config"]["decoding_type"] == "Draft_Target"
+
+
+@pytest.mark.parametrize("kwargs,expected", [
+    ({"override": "1.4.0rc1", "env": ["TRT_LLM_VERSION=1.3.0rc12"]}, ("1.4.0rc1", "trtllm_container_trtllm_version")),
+    ({"env": ["PATH=/x", "TRT_LLM_VERSION=1.3.0rc12"]}, ("1.3.0rc12", "image environment TRT_LLM_VERSION")),
+    ({"env": ["TRT_LLM_VERSION="], "labels": {"org.opencontainers.image.version": "1.4.0rc1-sparkops-lab-standin"}},
+     ("1.4.0rc1", "image label org.opencontainers.image.version")),
+    ({"package_version": "1.2.0"}, ("1.2.0", "tensorrt_llm package metadata")),
+    ({}, ("1.3.0rc12", "image tag")),
+])
+def test_image_version_order(kwargs, expected):
+    assert _plan.image_version("nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12", **kwargs) == expected
+
+
+def test_image_version_digest_has_no_tag():
+    version, reason = _plan.image_version("nvcr.io/nvidia/tensorrt-llm/release@sha256:" + "0" * 64)
+    assert version is None and "tag" in reason
+    assert _plan.tag_of("registry:5000/x/y") is None and _plan.tag_of("registry:5000/x/y:1.2") == "1.2"
+
+
+# ------------------------------------------------------------------ merge and conflicts
+def test_regression_speculative_config_in_llm_api_options_is_merged():
+    """Was: the second combine was not recursive and dropped the user's speculative_config."""
+    plan = ok({"specdec_server_llm_api_options": {"speculative_config": {"eagle3_one_model": False},
+                                                  "kv_cache_config": {"dtype": "fp8"}}})
+    spec = plan["llm_api_options"]["speculative_config"]
+    assert spec["eagle3_one_model"] is False and spec["max_draft_len"] == 3 and spec["decoding_type"] == "Eagle"
+    assert plan["llm_api_options"]["kv_cache_config"] == {"free_gpu_memory_fraction": 0.9, "enable_block_reuse": False,
+                                                         "dtype": "fp8"}
+
+
+def test_max_draft_len_from_options_alone_is_used():
+    plan = ok({"specdec_server_llm_api_options": {"speculative_config": {"max_draft_len": 2}}})
+    assert plan["max_draft_len"] == 2
+
+
+@pytest.mark.parametrize("settings,names", [
+    ({"specdec_server_max_draft_len": 4, "specdec_server_llm_api_options": {"speculative_config": {"max_draft_len": 2}}},
+     ["specdec_server_max_draft_len", "speculative_config.max_draft_len"]),
+    ({"specdec_server_max_num_tokens": 512, "specdec_server_llm_api_options": {"max_num_tokens": 256}},
+     ["specdec_server_max_num_tokens", "specdec_server_llm_api_options.max_num_tokens"]),
+    ({"specdec_server_return_perf_metrics": True, "specdec_server_llm_api_options": {"return_perf_metrics": False}},
+     ["specdec_server_return_perf_metrics", "return_perf_metrics"]),
+    ({"specdec_server_kv_cache_free_gpu_memory_fraction": 0.8,
+      "specdec_server_llm_api_options": {"kv_cache_config": {"free_gpu_memory_fraction": 0.7}}},
+     ["specdec_server_kv_cache_free_gpu_memory_fraction", "free_gpu_memory_fraction"]),
+    ({"specdec_server_llm_api_options": {"speculative_config": {"decoding_type": "Eagle3"}}},
+     ["speculative_config.decoding_type", "specdec_server_method"]),
+    ({"specdec_server_llm_api_options": {"speculative_config": {"speculative_model_dir": "/x"}}},
+     ["speculative_config.speculative_model_dir", "specdec_server_draft_model"]),
+    ({"specdec_server_extra_args": ["--port=9000"]}, ["specdec_server_extra_args", "--port"]),
+    ({"specdec_server_extra_args": ["--revision", "main"]}, ["specdec_server_extra_args", "--revision"]),
+])
+def test_setting_given_twice_names_both(settings, names):
+    text = errors(settings)
+    for name in names:
+        assert name in text
+
+
+def test_user_kv_fraction_goes_where_the_preset_puts_it():
+    plan = ok({"specdec_server_kv_cache_free_gpu_memory_fraction": 0.8})
+    assert plan["llm_api_options"]["kv_cache_config"]["free_gpu_memory_fraction"] == 0.8
+    assert "--kv_cache_free_gpu_memory_fraction" not in plan["argv"]
+
+
+def test_return_perf_metrics_setting():
+    assert ok({"specdec_server_return_perf_metrics": True})["llm_api_options"]["return_perf_metrics"] is True
+    assert "return_perf_metrics" not in ok()["llm_api_options"]
+
+
+# ------------------------------------------------------------------ revisions and launch spec
+def test_regression_pinned_revision_reaches_the_server():
+    """Was: the downloaded revision never reached trtllm-serve (it served whatever main resolved to)."""
+    plan = ok({"specdec_server_target_revision": "v1.0"})
+    assert plan["models"][0]["revision"] == "v1.0"
+    argv = plan["argv"]
+    assert argv[argv.index("--revision") + 1] == COMMITS["nvidia/Qwen3-235B-A22B-FP4"]
+    assert plan["launch"]["models"]["nvidia/Qwen3-235B-A22B-FP4"] == "a" * 40
+
+
+def test_pre_download_plan_has_no_launch():
+    plan = build(commits=None)["plan"]
+    assert plan["launch"] is None and "--revision" not in plan["argv"]
+
+
+def test_missing_commit_is_an_error():
+    assert "no downloaded commit" in errors(commits={"nvidia/Qwen3-235B-A22B-FP4": "a" * 40})
+
+
+def test_fingerprint_changes_with_draft_len_and_commit_only():
+    base = ok()["fingerprint"]
+    assert ok()["fingerprint"] == base
+    assert ok({"specdec_server_max_draft_len": 2})["fingerprint"] != base
+    other = dict(COMMITS, **{"nvidia/Qwen3-235B-A22B-FP4": "9" * 40})
+    assert ok(commits=other)["fingerprint"] != base
+
+
+# ------------------------------------------------------------------ consistency
+def test_regression_draft_target_with_eagle_head_on_two_sparks():
+    """Was: two Sparks with method draft_target rendered DraftTarget with the EAGLE-3 head as draft."""
+    text = errors({"specdec_server_method": "draft_target"})
+    assert "specdec_server_draft_model" in text and "EAGLE-3 head" in text
+
+
+@pytest.mark.parametrize("settings,members,name", [
+    ({"specdec_server_tp_size": 1}, ["spark-1", "spark-2"], "specdec_server_tp_size"),
+    ({"specdec_server_tp_size": 2}, ["spark-1"], "specdec_server_tp_size"),
+    ({"specdec_server_method": "eagle4"}, ["spark-1"], "specdec_server_method"),
+    ({"specdec_server_preset": "qwen-4"}, ["spark-1"], "specdec_server_preset"),
+    ({"specdec_server_port": 2233}, ["spark-1", "spark-2"], "specdec_container_ssh_port"),
+    ({"specdec_server_draft_model": "not an id"}, ["spark-1"], "specdec_server_draft_model"),
+    ({"specdec_server_target_model": "x"}, ["spark-1"], "specdec_server_target_model"),
+    ({"specdec_server_max_draft_len": 33}, ["spark-1"], "specdec_server_max_draft_len"),
+    ({"specdec_server_engine": "vllm"}, ["spark-1"], "specdec_server_engine"),
+    ({"specdec_server_env": {"bad name": "1"}}, ["spark-1"], "specdec_server_env"),
+    ({"specdec_server_llm_api_options": "speculative_config"}, ["spark-1"], "specdec_server_llm_api_options"),
+    ({"specdec_server_extra_args": "--foo"}, ["spark-1"], "specdec_server_extra_args"),
+])
+def test_deployment_errors(settings, members, name):
+    assert name in errors(settings, members=members)
+
+
+def test_head_must_be_a_member():
+    d = dep()
+    d["head"] = "spark-9"
+    assert "specdec_head_host" in " ".join(_plan.build_plan(d, commits=COMMITS)["errors"])
+
+
+def test_deployment_id_defaults_to_head():
+    assert dep()["id"] == "spark-1"
+    assert dep({"specdec_deployment_id": "pair-a"})["id"] == "pair-a"
+
+
+# ------------------------------------------------------------------ decisions and state
+def _state_for(plan, now="2026-01-01T00:00:00+00:00"):
+    return _plan.new_state(plan, {}, now)
+
+
+def test_decide():
+    plan = ok()
+    state = _state_for(plan)
+    assert _plan.decide(state, plan, True, False)["action"] == "none"
+    assert _plan.decide(state, plan, False, False)["action"] == "start"
+    assert _plan.decide({}, plan, False, False)["action"] == "start"
+    other = ok({"specdec_server_max_draft_len": 2})
+    refused = _plan.decide(state, other, True, False)
+    assert refused["action"] == "refuse"
+    assert "max_draft_len 3 -> 2" in refused["reason"] and "config_sha256" in refused["reason"]
+    assert _plan.decide(state, other, True, True)["action"] == "restart"
+    assert _plan.decide({}, plan, True, False)["action"] == "refuse"
+
+
+def test_regression_previous_server_comes_from_the_state_file():
+    """Was: the previous server's port and model were recovered by regex from previous/server.sh."""
+    first = ok()
+    second = ok({"specdec_server_max_draft_len": 2, "specdec_server_port": 9000})
+    s1 = _state_for(first, "t1")
+    s2 = _plan.new_state(second, s1, "t2")
+    assert s2["schema_version"] == 1 and s2["created_at"] == "t1" and s2["updated_at"] == "t2"
+    assert s2["running"]["launch"]["port"] == 9000 and s2["previous"]["launch"]["port"] == 8355
+    assert s2["previous"]["target_model"] == "nvidia/Qwen3-235B-A22B-FP4"
+    assert s2["previous"]["config_text"] == first["config_text"]
+    # Starting the same spec again (after a crash) keeps the older previous.
+    s3 = _plan.new_state(second, s2, "t3")
+    assert s3["previous"]["launch"]["port"] == 8355
+
+
+def test_state_is_json_serialisable_and_copied():
+    import json
+    plan = ok()
+    state = _state_for(plan)
+    json.dumps(state)
+    before = copy.deepcopy(state)
+    _plan.new_state(plan, state, "t")
+    assert state == before
+
+
+# ------------------------------------------------------------------ fabric
+def test_fabric_addresses_and_checks():
+    s = {}
+    assert _plan.fabric_addresses(s, 1, 2) == (["192.168.100.11/24", "192.168.101.11/24"], None)
+    single = {"netplan_qsfp_scheme": "single_subnet"}
+    assert _plan.fabric_addresses(single, 1, 2)[0] == ["192.168.200.13/24", "192.168.200.15/24"]
+    same = {"netplan_qsfp_addresses": ["192.168.100.10/24", "192.168.101.10/24"]}
+    text = " ".join(_plan.check_fabric(["a", "b"], lambda h: same, {}))
+    assert "a and b would both use 192.168.100.10" in text
+    text = " ".join(_plan.check_fabric(["a", "b"], lambda h: {}, {"a": "192.168.100.50"}))
+    assert "contains the management address 192.168.100.50" in text
+    assert _plan.check_fabric(["a", "b"], lambda h: {}, {"a": "10.0.0.21", "b": "10.0.0.22"}) == []
