@@ -13,7 +13,7 @@ export PYTHONPATH := $(COLL)
 PLAYBOOK := $(BIN)/ansible-playbook
 LAB_INV := inventories/lab/hosts.yml
 
-.PHONY: help deps venv link host-deps lab-up lab-down demo test lint sanity units molecule bench preflight clean
+.PHONY: help deps venv link host-deps lab-up lab-down demo test lint sanity units molecule bench bench-converge preflight clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -49,6 +49,9 @@ demo: lab-up  ## run the main job (two_sparks.yml) on the lab and print a chat c
 
 bench: deps  ## hf_download throughput vs `hf download`, and no-op time (local hub; ENDPOINT=http://192.168.250.5:8080 for the lab hub)
 	$(BIN)/python tests/bench/hf_download_bench.py $(if $(ENDPOINT),--endpoint $(ENDPOINT))
+
+bench-converge: lab-up  ## warm no-op time of two_sparks.yml on a converged lab (make demo first): median, spread, tasks per node (RUNS=5)
+	$(BIN)/python tests/bench/converge_bench.py $(if $(RUNS),--runs $(RUNS))
 
 preflight: lab-up  ## preflight checks on the lab (report in preflight-report.json)
 	$(PLAYBOOK) -i $(LAB_INV) playbooks/preflight.yml
