@@ -1,0 +1,1109 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+#
+# PRIVATE to the sparkops.specdec collection: the inventory checks of the preflight. Not a public
+# API; names and messages may change in any release without notice. Do not import it from other
+# collections.
+"""Check one host's settings against the collection's roles, before anything runs.
+
+Pure functions (``load_specs`` only reads the roles' ``meta/argument_specs.yml``). Every problem
+is reported as ONE line that names the setting, says what is wrong and how to fix it::
+
+    specdec_server_max_draft_len: 0 is out of range; set an integer from 1 to 32 (the runbook uses 3 to 5).
+
+What is checked, per host:
+
+* names: unknown settings under a prefix of the collection (with the closest known name), names
+  removed by the one-name-per-fact change (``REMOVED``), and near-miss prefixes such as
+  ``trtlm_container_image`` (a misspelt prefix would make a setting silently ignored);
+* types and choices from the argument specs, with the coercion
+  ``ansible.builtin.validate_argument_spec`` does (``"3"`` for an int, ``"yes"`` for a bool);
+* bounds and shapes from ``BOUNDS`` (one entry per option, each with the reason of its bound);
+* rules between settings: archive source vs archive path, and the management address
+  (``context['ansible_host']``) outside every fabric subnet in effect.
+
+Values of settings whose name looks secret (``looks_secret``) are never shown.
+"""
+
+from __future__ import annotations
+
+import decimal
+import difflib
+import glob
+import ipaddress
+import json
+import math
+import os
+import re
+
+COLLECTION = 'sparkops.specdec'
+
+# The one-name-per-fact change: each fact shared by several roles has ONE name now, owned by the
+# defaults-only role specdec_common. Old name -> the name that replaces it. Setting an old name
+# is an error (kubespray's removed-variables check is the model): it would be silently ignored.
+REMOVED = {
+    'trtllm_container_name': 'specdec_container_name',
+    'specdec_server_container': 'specdec_container_name',
+    'trtllm_container_state_dir': 'specdec_state_dir',
+    'specdec_server_state_dir': 'specdec_state_dir',
+    'trtllm_container_hf_cache_dir': 'specdec_hf_cache_dir',
+    'specdec_server_hf_cache_dir': 'specdec_hf_cache_dir',
+    'trtllm_container_container_hf_cache_dir': 'specdec_container_hf_cache_dir',
+    'specdec_server_container_hf_cache_dir': 'specdec_container_hf_cache_dir',
+    'trtllm_container_ssh_port': 'specdec_container_ssh_port',
+    'ssh_mesh_container_port': 'specdec_container_ssh_port',
+    'trtllm_container_ssh_host_key_dir': 'specdec_container_host_key_dir',
+    'ssh_mesh_container_host_key_dir': 'specdec_container_host_key_dir',
+    'trtllm_container_head_host': 'specdec_head_host',
+    'specdec_server_head_host': 'specdec_head_host',
+}
+
+# Facts the roles publish: results, never settings (a cached fact of an earlier run is no error).
+RESULTS = (
+    'netplan_qsfp_fabric',
+    'specdec_server_completion',
+    'specdec_server_endpoint',
+    'specdec_server_state',
+    'trtllm_container_image_info',
+)
+
+# Roles whose variables do not start with "<role>_".
+ROLE_PREFIXES = {'specdec_common': 'specdec_'}
+
+_GIB = 1024 ** 3
+
+# Settings of the playbooks (not of a role), spec-like. Their bounds are in BOUNDS.
+PLAYBOOK_SETTINGS = {
+    'preflight_usable_memory_bytes': {'type': 'int', 'default': 119 * _GIB},
+    'preflight_memory_reserve_bytes': {'type': 'int', 'default': 4 * _GIB},
+    'preflight_disk_reserve_bytes': {'type': 'int', 'default': 10 * _GIB},
+    'preflight_drop_caches': {'type': 'bool', 'default': False},
+    'preflight_report_path': {'type': 'path', 'default': 'preflight-report.json'},
+    'preflight_topology': {'type': 'str', 'default': 'two_sparks', 'choices': ['two_sparks', 'single_spark']},
+    'teardown_remove_models': {'type': 'bool', 'default': False},
+    'teardown_remove_netplan': {'type': 'bool', 'default': False},
+}
+_PLAYBOOK_PREFIXES = {'preflight_': 'README.md (Preflight)', 'teardown_': 'playbooks/teardown.yml'}
+
+# Variables of other tools never checked here, even when they look like one of ours (first word).
+_FOREIGN_FIRST_WORDS = frozenset((
+    'ansible', 'discovered', 'environment', 'group', 'groups', 'hostvars', 'inventory', 'lab', 'molecule',
+    'omit', 'play', 'playbook', 'role', 'spark', 'vars',
+))
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading the specs
+# ---------------------------------------------------------------------------------------------
+
+def load_specs(collection_root: str) -> dict[str, dict]:
+    """Role name -> the options of its ``main`` entry point, from roles/*/meta/argument_specs.yml."""
+    import yaml  # PyYAML ships with ansible-core; imported here so the checks need the stdlib only
+
+    specs = {}
+    pattern = os.path.join(collection_root, 'roles', '*', 'meta', 'argument_specs.yml')
+    for path in sorted(glob.glob(pattern)):
+        role = os.path.basename(os.path.dirname(os.path.dirname(path)))
+        with open(path, encoding='utf-8') as f:
+            doc = yaml.safe_load(f) or {}
+        main = ((doc.get('argument_specs') or {}).get('main') or {})
+        specs[role] = dict(main.get('options') or {})
+    return specs
+
+
+def role_prefix(role: str) -> str:
+    return ROLE_PREFIXES.get(role, role + '_')
+
+
+def known_options(specs: dict) -> dict[str, dict]:
+    """Every known setting -> its spec (the roles' options and PLAYBOOK_SETTINGS)."""
+    options = dict(PLAYBOOK_SETTINGS)
+    for role_options in specs.values():
+        options.update(role_options)
+    return options
+
+
+def _prefixes(specs):
+    """Known prefix (with its trailing "_") -> where its settings are documented."""
+    prefixes = {role_prefix(role): 'roles/%s/README.md' % role for role in specs}
+    prefixes.update(_PLAYBOOK_PREFIXES)
+    return prefixes
+
+
+# ---------------------------------------------------------------------------------------------
+# Formatting
+# ---------------------------------------------------------------------------------------------
+
+_SECRET_STEMS = ('token', 'password', 'passwd', 'passphrase', 'secret', 'credential', 'key')
+# A name ending in one of these words names ABOUT a secret (ssh_mesh_key_name, *_host_key_dir,
+# specdec_server_tiktoken_files), not the secret itself.
+_NOT_SECRET_LAST_WORDS = frozenset((
+    'dir', 'file', 'files', 'id', 'length', 'name', 'names', 'path', 'size', 'type', 'url',
+))
+
+
+def looks_secret(name: str) -> bool:
+    """Whether a setting's value must never be shown.
+
+    Secret if a word of the name contains token, password, passwd, passphrase, secret, credential
+    or key (substring: hftoken, apikey), unless the last word says the value only names or locates
+    the secret (ssh_mesh_key_name, specdec_container_host_key_dir, specdec_server_tiktoken_files)
+    or the word is "tokens", a count (specdec_server_max_num_tokens).
+    """
+    words = [w for w in name.lower().split('_') if w]
+    if not words or words[-1] in _NOT_SECRET_LAST_WORDS:
+        return False
+    return any(stem in word for word in words if word != 'tokens' for stem in _SECRET_STEMS)
+
+
+def _fmt(value, limit=60):
+    """A value on one line (JSON, ASCII), shortened."""
+    try:
+        text = json.dumps(value, ensure_ascii=True, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        text = json.dumps(str(value), ensure_ascii=True)
+    if len(text) > limit:
+        text = text[:limit - 3] + '...'
+    return text
+
+
+def _shown(name, value):
+    return 'the value (hidden)' if looks_secret(name) else _fmt(value)
+
+
+def _kind(value):
+    if value is None:
+        return 'null'
+    if isinstance(value, bool):
+        return 'a boolean'
+    if isinstance(value, (int, float)):
+        return 'a number'
+    if isinstance(value, str):
+        return 'a string'
+    if isinstance(value, dict):
+        return 'a mapping'
+    if isinstance(value, (list, tuple)):
+        return 'a list'
+    return 'a %s' % type(value).__name__
+
+
+def _one_line(text):
+    return ' '.join(text.splitlines())
+
+
+def _closest(word, candidates, cutoff=0.6):
+    match = difflib.get_close_matches(word, sorted(candidates), n=1, cutoff=cutoff)
+    return match[0] if match else None
+
+
+def levenshtein(a: str, b: str) -> int:
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Types (argument spec), with the coercion of ansible.builtin.validate_argument_spec
+# ---------------------------------------------------------------------------------------------
+
+_TRUE = frozenset(('y', 'yes', 'on', '1', 'true', 't'))
+_FALSE = frozenset(('n', 'no', 'off', '0', 'false', 'f'))
+
+
+class _Invalid(Exception):
+    """A value that does not have the spec's type; the message is the part after "name: "."""
+
+
+def _to_int(value):
+    # Ansible also takes booleans (an int subclass); True for a port or a count is always a
+    # mistake, so it is refused here.
+    if isinstance(value, bool):
+        raise _Invalid('is a boolean')
+    if isinstance(value, int):
+        return value
+    if isinstance(value, (float, str)):
+        try:
+            number = decimal.Decimal(value.strip() if isinstance(value, str) else value)
+        except (decimal.DecimalException, ValueError):
+            raise _Invalid('is not a whole number') from None
+        if number.is_finite() and number == int(number):
+            return int(number)
+    raise _Invalid('is not a whole number')
+
+
+def _to_float(value):
+    if isinstance(value, bool):
+        raise _Invalid('is a boolean')
+    if isinstance(value, (int, float, str)):
+        try:
+            number = float(value)
+        except ValueError:
+            raise _Invalid('is not a number') from None
+        if math.isfinite(number):
+            return number
+    raise _Invalid('is not a number')
+
+
+def _to_bool(value):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+    elif isinstance(value, (int, float)) and value in (0, 1):
+        return bool(value)
+    raise _Invalid('is not a boolean')
+
+
+def _to_str(value):
+    if isinstance(value, str):
+        return value
+    # Ansible converts any scalar; a YAML boolean (yes/no/on/off unquoted) for a text setting is
+    # almost always a quoting mistake, so it is refused here.
+    if isinstance(value, bool):
+        raise _Invalid('is a boolean, not text')
+    if isinstance(value, (int, float)):
+        return str(value)
+    raise _Invalid('is %s, not text' % _kind(value))
+
+
+def _to_list(value):
+    # Ansible splits a string on commas; the roles use the variable itself, not the converted
+    # value, and would iterate over the characters of a string, so a string is refused here.
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise _Invalid('is %s, not a list' % _kind(value))
+
+
+def _to_dict(value):
+    # Ansible parses "k=v" strings; refused for the same reason as lists.
+    if isinstance(value, dict):
+        return value
+    raise _Invalid('is %s, not a mapping' % _kind(value))
+
+
+_CONVERTERS = {
+    'int': _to_int,
+    'float': _to_float,
+    'bool': _to_bool,
+    'str': _to_str,
+    'path': _to_str,
+    'list': _to_list,
+    'dict': _to_dict,
+}
+
+_TYPE_FIX = {
+    'int': 'set a whole number',
+    'float': 'set a number',
+    'bool': 'set true or false',
+    'str': 'set a quoted string',
+    'path': 'set a path',
+    'list': 'write a YAML list',
+    'dict': 'write a YAML mapping, e.g. {NAME: value}',
+}
+
+
+def _type_fix(name, spec, value):
+    kind = spec.get('type', 'str')
+    hint = BOUNDS.get(name)
+    if hint is not None and getattr(hint, 'range_hint', None) and kind in ('int', 'float'):
+        return hint.range_hint
+    if kind == 'list':
+        default = spec.get('default')
+        if isinstance(default, list) and default:
+            return 'write a YAML list like the default %s' % _fmt(default, 80)
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool) and not looks_secret(name):
+            return 'write a YAML list, e.g. %s' % _fmt([value])
+        return 'write a YAML list, e.g. ["item"]'
+    if kind in ('str', 'path') and isinstance(value, bool):
+        choices = ' (%s)' % ', '.join(str(c) for c in spec['choices']) if spec.get('choices') else ''
+        return 'quote the text you mean%s: YAML reads unquoted yes, no, true, false, on and off as booleans' % choices
+    return _TYPE_FIX.get(kind, 'set a value of type %s' % kind)
+
+
+def _check_type(name, spec, value):
+    """(coerced value, None) or (None, message)."""
+    shown = _shown(name, value)
+    kind = spec.get('type', 'str')
+    if value is None:
+        if spec.get('default') is None:
+            return None, None
+        default = '' if looks_secret(name) else ' ' + _fmt(spec['default'])
+        return None, '%s: is null (an empty value in YAML); %s, or delete the line to use the default%s.' % (
+            name, _type_fix(name, spec, value), default)
+    convert = _CONVERTERS.get(kind)
+    if convert is None:  # raw, jsonarg, bytes...: not used by the roles; nothing to check
+        return value, None
+    try:
+        coerced = convert(value)
+    except _Invalid as e:
+        return None, '%s: %s %s; %s.' % (name, shown, e, _type_fix(name, spec, value))
+    if kind == 'list' and spec.get('elements'):
+        items = []
+        for index, item in enumerate(coerced, 1):
+            try:
+                if item is None:
+                    raise _Invalid('is null')
+                items.append(_CONVERTERS.get(spec['elements'], lambda v: v)(item))
+            except _Invalid as e:
+                return None, '%s: item %d (%s) %s; every item must be %s.' % (
+                    name, index, _shown(name, item), e, _ARTICLE_TYPES.get(spec['elements'], spec['elements']))
+        coerced = items
+    choices = spec.get('choices')
+    if choices:
+        textual = kind in ('str', 'path') or spec.get('elements') in ('str', 'path')
+        allowed = [str(c) if textual else c for c in choices]
+        # A list's choices apply to each item (as in Ansible).
+        for item in (coerced if kind == 'list' else [coerced]):
+            if item not in allowed:
+                listed = ', '.join(str(c) for c in choices)
+                guess = _closest(str(item), [str(c) for c in choices], cutoff=0.5)
+                fix = 'did you mean %s?' % guess if guess else 'set one of them.'
+                what = shown if kind != 'list' else 'item %s' % _shown(name, item)
+                return None, '%s: %s is not one of %s; %s' % (name, what, listed, fix)
+    return coerced, None
+
+
+_ARTICLE_TYPES = {'str': 'a string', 'int': 'a whole number', 'float': 'a number', 'bool': 'true or false',
+                  'dict': 'a mapping', 'list': 'a list', 'path': 'a path'}
+
+
+# ---------------------------------------------------------------------------------------------
+# Bounds and shapes: one checker per option (BOUNDS). A checker gets the coerced value and the
+# way to show it, and returns the problems, each the text after "name: ".
+# ---------------------------------------------------------------------------------------------
+
+class _Check:
+    """A bound or shape rule: ``fn(value, shown) -> list of problems``."""
+
+    def __init__(self, fn, range_hint=None):
+        self.fn = fn
+        self.range_hint = range_hint
+
+    def __call__(self, value, shown):
+        return self.fn(value, shown)
+
+
+def _int_range(low, high=None, note=''):
+    note = ' (%s)' % note if note else ''
+    if high is None:
+        fix = 'set an integer of at least %d%s' % (low, note)
+    else:
+        fix = 'set an integer from %d to %d%s' % (low, high, note)
+
+    def check(value, shown):
+        if value < low or (high is not None and value > high):
+            return ['%s is out of range; %s.' % (shown, fix)]
+        return []
+    return _Check(check, fix)
+
+
+def _fraction(example):
+    fix = 'set a fraction above 0 and at most 1, e.g. %s' % example
+
+    def check(value, shown):
+        return [] if 0 < value <= 1 else ['%s is out of range; %s.' % (shown, fix)]
+    return _Check(check, fix)
+
+
+def _pattern(regex, what, example, empty_ok=False):
+    compiled = re.compile(regex)
+
+    def check(value, shown):
+        if value == '' and empty_ok:
+            return []
+        if value == '':
+            return ['is empty; set %s, e.g. %s.' % (what, example)]
+        return [] if compiled.fullmatch(value) else ['%s is not %s; use e.g. %s.' % (shown, what, example)]
+    return _Check(check)
+
+
+def _each(check_one):
+    """A list rule from an item rule; one problem per bad item."""
+    def check(value, shown):
+        problems = []
+        for index, item in enumerate(value, 1):
+            for problem in check_one(item, _fmt(item)):
+                problems.append('item %d of the list: %s' % (index, problem))
+        return problems
+    return _Check(check)
+
+
+def _one_of(*allowed):
+    def check(value, shown):
+        if value in allowed:
+            return []
+        guess = _closest(value, allowed, cutoff=0.5)
+        fix = 'did you mean %s?' % guess if guess else 'set one of them.'
+        return ['%s is not one of %s; %s' % (shown, ', '.join(allowed), fix)]
+    return _Check(check)
+
+
+def _abs_path(example, empty_ok=False, empty_means=''):
+    def check(value, shown):
+        if value == '':
+            if empty_ok:
+                return []
+            return ['is empty; set an absolute path, e.g. %s.' % example]
+        if not value.startswith('/'):
+            tilde = ' (~ is not expanded here)' if value.startswith('~') else ''
+            alt = ', or "" for %s' % empty_means if empty_ok and empty_means else ''
+            return ['%s is not an absolute path%s; set a path starting with /, e.g. %s%s.' % (shown, tilde, example, alt)]
+        if '\n' in value or '\x00' in value:
+            return ['%s contains a line break; set a single path, e.g. %s.' % (shown, example)]
+        return []
+    return _Check(check)
+
+
+# User and group names as shadow-utils accepts them by default (docker_group's validate.yml).
+_USER_RE = r'[a-z_][a-z0-9_.-]{0,31}'
+_GROUP_RE = r'[a-z_][a-z0-9_-]{0,31}'
+
+
+def _user_name(empty_ok=False):
+    rule = _pattern(_USER_RE, 'a user name (lower case letters, digits, _ . -; at most 32)', 'nvidia', empty_ok)
+    return rule
+
+
+# Hugging Face repo ids as huggingface_hub.utils.validate_repo_id accepts them, with the org:
+# word characters, "-" and "."; starting and ending with a word character; no "--" or "..";
+# not ending in .git; at most 96 characters.
+_HF_PART = r'[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?'
+_HF_ID_RE = re.compile(r'%s/%s' % (_HF_PART, _HF_PART))
+
+
+def _hf_repo_id(example):
+    def check(value, shown):
+        fix = 'set a Hugging Face model id ORG/NAME, e.g. %s' % example
+        if value == '':
+            return ['is empty; %s, or delete the line to use the preset\'s.' % fix]
+        if (not _HF_ID_RE.fullmatch(value) or '--' in value or '..' in value or value.endswith('.git')
+                or len(value) > 96):
+            return ['%s is not a Hugging Face model id; %s (letters, digits, _ . -, no spaces).' % (shown, fix)]
+        return []
+    return _Check(check)
+
+
+def _revision(value, shown):
+    if value == '' or re.search(r'\s', value):
+        return ['%s is not a revision; set a branch, tag or commit without spaces, e.g. main.' % shown]
+    return []
+
+
+def _url(schemes, example, empty_ok=False, empty_means=''):
+    prefixes = tuple(s + '://' for s in schemes)
+
+    def check(value, shown):
+        if value == '' and empty_ok:
+            return []
+        if not value.startswith(prefixes) or len(value) <= len(value.split('://', 1)[0]) + 3 or re.search(r'\s', value):
+            alt = ', or "" for %s' % empty_means if empty_ok and empty_means else ''
+            return ['%s is not a %s URL; set e.g. %s%s.' % (
+                shown, ' or '.join(s + '://' for s in schemes), example, alt)]
+        return []
+    return _Check(check)
+
+
+_SHELL_NAME_RE = re.compile(r'[A-Za-z_][A-Za-z0-9_]*')
+
+
+def _env_dict(value, shown):
+    problems = []
+    for key in sorted(value, key=str):
+        item = value[key]
+        if not isinstance(key, str) or not _SHELL_NAME_RE.fullmatch(key):
+            problems.append('key %s is not an environment variable name; use letters, digits and _, not starting '
+                            'with a digit, e.g. NCCL_DEBUG.' % _fmt(key))
+        elif isinstance(item, (dict, list, tuple)) or item is None:
+            problems.append('%s is %s; give every variable a single value (a string or a number).' % (
+                key, _kind(item)))
+    return problems
+
+
+# docker run --ulimit NAME=SOFT[:HARD]; Docker's names (go-units ulimit.go). -1 = unlimited.
+_ULIMIT_NAMES = frozenset(('core', 'cpu', 'data', 'fsize', 'locks', 'memlock', 'msgqueue', 'nice', 'nofile',
+                           'nproc', 'rss', 'rtprio', 'rttime', 'sigpending', 'stack'))
+_ULIMIT_RE = re.compile(r'([a-z]+):(-?[0-9]+):(-?[0-9]+)')
+
+
+def _ulimits(value, shown):
+    problems = []
+    for index, item in enumerate(value, 1):
+        match = _ULIMIT_RE.fullmatch(item)
+        if not match:
+            problems.append('item %d (%s) is not NAME:SOFT:HARD; write it like memlock:-1:-1 (-1 is unlimited).' % (
+                index, _fmt(item)))
+            continue
+        limit, soft, hard = match.group(1), int(match.group(2)), int(match.group(3))
+        if limit not in _ULIMIT_NAMES:
+            guess = _closest(limit, _ULIMIT_NAMES, cutoff=0.5)
+            problems.append('item %d (%s): %s is not a ulimit Docker knows; %s' % (
+                index, _fmt(item), limit, 'did you mean %s?' % guess if guess else
+                'use one of %s.' % ', '.join(sorted(_ULIMIT_NAMES))))
+        elif soft < -1 or hard < -1 or (hard != -1 and (soft == -1 or soft > hard)):
+            problems.append('item %d (%s): the soft limit must be at most the hard limit (-1 is unlimited); '
+                            'e.g. %s:%s:%s.' % (index, _fmt(item), limit, hard, hard))
+    return problems
+
+
+# distribution/reference grammar (what `docker pull` accepts): repository path in lower case.
+_DOMAIN = r'(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)(?:\.(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?))*(?::[0-9]+)?'
+_PATH_COMPONENT = r'[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*'
+_IMAGE_RE = re.compile(r'(?:%s/)?%s(?:/%s)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@[a-z0-9]+(?:[+._-][a-z0-9]+)*:[0-9a-fA-F]{32,})?'
+                       % (_DOMAIN, _PATH_COMPONENT, _PATH_COMPONENT))
+
+
+def _image_ref(value, shown):
+    if not _IMAGE_RE.fullmatch(value):
+        return ['%s is not an image reference Docker accepts; use REGISTRY/REPOSITORY:TAG with the repository in '
+                'lower case, e.g. nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12.' % shown]
+    return []
+
+
+def _ipc_mode(value, shown):
+    if value in ('', 'host', 'private', 'shareable', 'none') or re.fullmatch(r'container:[a-zA-Z0-9][a-zA-Z0-9_.-]+', value):
+        return []
+    return ['%s is not a Docker IPC mode; set host (the runbook), private, shareable, none or container:NAME.' % shown]
+
+
+def _shm_size(value, shown):
+    # Docker's RAMInBytes: a number, an optional unit k/m/g/t/p, optional i and b.
+    if value == '' or re.fullmatch(r'[0-9]+(?:\.[0-9]+)? ?[kKmMgGtTpP]?[iI]?[bB]?', value):
+        return []
+    return ['%s is not a size; set e.g. 16g, or "" for Docker\'s default.' % shown]
+
+
+# Linux interface names: 1-15 bytes, no "/", ":" or white space, not "." or "..".
+def _ifname(value, shown):
+    if re.fullmatch(r'[^/:\s]{1,15}', value) and value not in ('.', '..'):
+        return []
+    return ['%s is not a network interface name; use e.g. enp1s0f1np1.' % shown]
+
+
+def _roce_device(value, shown):
+    if re.fullmatch(r'[A-Za-z0-9_.-]+(?::[0-9]+)?', value):
+        return []
+    return ['%s is not an RDMA device name (NCCL_IB_HCA); use e.g. rocep1s0f1 or rocep1s0f1:1.' % shown]
+
+
+_HOSTNAME_RE = re.compile(r'(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*')
+
+
+def _is_ip(value):
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _ip_address(value, shown):
+    if _is_ip(value):
+        return []
+    return ['%s is not an IP address; set the address peers use, e.g. 192.168.100.10.' % shown]
+
+
+def _host_address(value, shown):
+    if _is_ip(value) or _HOSTNAME_RE.fullmatch(value):
+        return []
+    return ['%s is not an IP address or host name; set e.g. 192.168.100.10.' % shown]
+
+
+def _bind_address(value, shown):
+    if _is_ip(value) or _HOSTNAME_RE.fullmatch(value):
+        return []
+    return ['%s is not an address to bind; set e.g. 0.0.0.0 (every interface) or localhost.' % shown]
+
+
+def _file_name(example):
+    def check(value, shown):
+        if re.fullmatch(r'[A-Za-z0-9_.-]+', value) and not value.startswith('.'):
+            return []
+        return ['%s is not a plain file name; use letters, digits, _ . - only, not starting with a dot, e.g. %s.' % (
+            shown, example)]
+    return _Check(check)
+
+
+def _inventory_group(value, shown):
+    # Ansible's valid group names (TRANSFORM_INVALID_GROUP_CHARS).
+    if re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', value):
+        return []
+    return ['%s is not an inventory group name; use letters, digits and _, e.g. spark_nodes.' % shown]
+
+
+def _inventory_host(value, shown):
+    if value and not re.search(r'[\s,]', value):
+        return []
+    return ['%s is not an inventory host name; set the name of the head host in the inventory, e.g. spark-1.' % shown]
+
+
+def _trtllm_version(value, shown):
+    if value == '' or re.fullmatch(r'[0-9]+(?:\.[0-9]+){1,3}(?:(?:a|b|rc|\.post|\.dev)[0-9]+)*(?:\+[A-Za-z0-9.]+)?', value):
+        return []
+    return ['%s is not a TensorRT-LLM version; set e.g. 1.3.0rc12, or "" to read it from the image.' % shown]
+
+
+def _deployment_id(value, shown):
+    if value == '' or re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,62}', value):
+        return []
+    return ['%s is not a deployment id; use letters, digits, _ . - (at most 63, starting with a letter or digit), '
+            'or "" for the head host\'s name.' % shown]
+
+
+def _token(value, shown):
+    # A token read from a file usually ends with a newline; HF rejects it with a confusing 401.
+    if value != value.strip() or re.search(r'\s', value):
+        return ['%s contains white space (a trailing newline from a file?); strip it, e.g. with | trim.' % shown]
+    return []
+
+
+def _hf_hub_requirement(value, shown):
+    normalized = re.sub(r'[-_.]+', '_', value.lower())
+    if 'huggingface_hub' in normalized and '\n' not in value:
+        return []
+    return ['%s is not a pip requirement for huggingface_hub; set e.g. "huggingface_hub>=1.0,<3" or a wheel path.'
+            % shown]
+
+
+# Flags the role puts on the trtllm-serve command line itself (tasks/validate.yml of specdec_server).
+_ROLE_FLAGS = {
+    '--tp_size': 'specdec_server_tp_size', '--tensor_parallel_size': 'specdec_server_tp_size',
+    '--port': 'specdec_server_port', '--host': 'specdec_server_host', '--backend': None,
+    '--extra_llm_api_options': 'specdec_server_llm_api_options', '--config': 'specdec_server_llm_api_options',
+}
+
+
+def _extra_args(value, shown):
+    problems = []
+    for index, item in enumerate(value, 1):
+        flag = item.split('=', 1)[0]
+        if flag in _ROLE_FLAGS:
+            setting = _ROLE_FLAGS[flag]
+            fix = 'set %s instead' % setting if setting else 'the role sets it'
+            problems.append('item %d (%s) repeats a flag the role sets; remove it (%s).' % (index, _fmt(item), fix))
+    return problems
+
+
+def _non_empty(what):
+    def check(value, shown):
+        return [] if value.strip() else ['is empty; set %s.' % what]
+    return _Check(check)
+
+
+def _netplan_file(value, shown):
+    if re.fullmatch(r'/etc/netplan/[^/\s]+\.yaml', value):
+        return []
+    return ['%s is not a netplan file; set a file directly under /etc/netplan ending in .yaml, '
+            'e.g. /etc/netplan/40-cx7.yaml.' % shown]
+
+
+def _container_name(value, shown):
+    # Docker's validContainerNamePattern: ^/?[a-zA-Z0-9][a-zA-Z0-9_.-]+$ (at least two characters).
+    if re.fullmatch(r'[a-zA-Z0-9][a-zA-Z0-9_.-]+', value):
+        return []
+    return ['%s is not a Docker container name; use letters, digits, _ . - (at least two, starting with a letter '
+            'or digit), e.g. trtllm-multinode.' % shown]
+
+
+# ---- IPv4 fabric -----------------------------------------------------------------------------
+
+def _ipv4_network(text):
+    """(network, None) or (None, problem text after the value)."""
+    if not isinstance(text, str) or '/' not in text:
+        try:
+            ipaddress.IPv4Address(text)
+        except (ipaddress.AddressValueError, ValueError):
+            return None, 'is not an IPv4 network; write it as ADDRESS/PREFIX, e.g. 192.168.100.0/24.'
+        return None, 'has no prefix length; write it as ADDRESS/PREFIX, e.g. %s/24.' % text
+    try:
+        interface = ipaddress.IPv4Interface(text)
+    except (ipaddress.AddressValueError, ipaddress.NetmaskValueError, ValueError):
+        return None, 'is not an IPv4 network; write it as ADDRESS/PREFIX, e.g. 192.168.100.0/24.'
+    network = interface.network
+    if interface.ip != network.network_address:
+        return None, 'has host bits set; did you mean %s?' % network
+    if network.prefixlen > 30:
+        return None, 'has room for fewer than two hosts; use a prefix of 30 or shorter, e.g. %s/24.' % (
+            ipaddress.IPv4Network('%s/24' % network.network_address, strict=False).network_address)
+    return network, None
+
+
+def _link_subnets(value, shown):
+    if len(value) != 2:
+        return ['has %d subnet%s; set exactly two, one per logical link, e.g. ["192.168.100.0/24", '
+                '"192.168.101.0/24"].' % (len(value), '' if len(value) == 1 else 's')]
+    problems, networks = [], []
+    for item in value:
+        network, problem = _ipv4_network(item)
+        if problem:
+            problems.append('%s %s' % (_fmt(item), problem))
+        networks.append(network)
+    if not problems and networks[0].overlaps(networks[1]):
+        problems.append('%s and %s overlap; the two logical links need separate subnets, e.g. 192.168.100.0/24 and '
+                        '192.168.101.0/24 (for one subnet on both links set netplan_qsfp_scheme: single_subnet).'
+                        % (networks[0], networks[1]))
+    return problems
+
+
+def _single_subnet(value, shown):
+    network, problem = _ipv4_network(value)
+    return ['%s %s' % (shown, problem)] if problem else []
+
+
+def _fabric_addresses(value, shown):
+    if len(value) not in (0, 2):
+        return ['has %d address%s; set [] to use the scheme, or two, one per logical link, e.g. '
+                '["192.168.100.10/24", "192.168.101.10/24"].' % (len(value), '' if len(value) == 1 else 'es')]
+    problems = []
+    for item in value:
+        if '/' not in item:
+            fix = ('write it with its prefix, e.g. %s/24' % item) if _is_ipv4(item) else \
+                'write ADDRESS/PREFIX, e.g. 192.168.100.10/24'
+            problems.append('%s has no prefix length; %s.' % (_fmt(item), fix))
+            continue
+        try:
+            interface = ipaddress.IPv4Interface(item)
+        except (ipaddress.AddressValueError, ipaddress.NetmaskValueError, ValueError):
+            problems.append('%s is not an IPv4 address with prefix; write ADDRESS/PREFIX, e.g. 192.168.100.10/24.'
+                            % _fmt(item))
+            continue
+        network = interface.network
+        if network.prefixlen < 31 and interface.ip in (network.network_address, network.broadcast_address):
+            problems.append('%s is the %s address of %s, not a host address; use e.g. %s/%d.' % (
+                _fmt(item), 'network' if interface.ip == network.network_address else 'broadcast', network,
+                network.network_address + 10, network.prefixlen))
+    if not problems and value and value[0].split('/')[0] == value[1].split('/')[0]:
+        problems.append('gives %s to both links; each logical link needs its own address.' % value[0].split('/')[0])
+    return problems
+
+
+def _is_ipv4(text):
+    try:
+        ipaddress.IPv4Address(text)
+    except (ipaddress.AddressValueError, ValueError):
+        return False
+    return True
+
+
+# ---------------------------------------------------------------------------------------------
+# The table: option -> bound or shape, with the reason of each bound.
+# ---------------------------------------------------------------------------------------------
+
+_PORT = _int_range(1, 65535)  # TCP ports
+
+BOUNDS = {
+    # --- docker_group ---
+    # usermod -aG takes shadow-utils names; a typo adds nobody and `docker ps` fails later.
+    'docker_group_users': _each(_user_name()),
+    'docker_group_name': _pattern(_GROUP_RE, 'a group name (lower case letters, digits, _ -)', 'docker'),
+
+    # --- netplan_qsfp ---
+    'netplan_qsfp_group': _Check(_inventory_group),
+    # Two IPv4 networks without host bits (netplan and the peer ping compute host addresses from
+    # them), one per logical link, not overlapping (one subnet on both links confuses routing and NCCL).
+    'netplan_qsfp_link_subnets': _Check(_link_subnets),
+    # Host part = offset + node index: 0 is the network address; the fit in the subnet is checked
+    # with the subnets (_cross_fabric). 253 = the last offset a /24 leaves room for with two nodes.
+    'netplan_qsfp_host_offset': _int_range(1, 253, 'the runbook uses 10'),
+    'netplan_qsfp_single_subnet': _Check(_single_subnet),
+    # single_subnet: link 2 gets offset + node count + index, so a /24 leaves room up to 251.
+    'netplan_qsfp_single_host_offset': _int_range(1, 251, 'the runbook uses 12'),
+    'netplan_qsfp_addresses': _Check(_fabric_addresses),
+    # The role owns one file netplan reads: /etc/netplan/*.yaml (netplan ignores other names).
+    'netplan_qsfp_file': _Check(_netplan_file),
+    'netplan_qsfp_ibdev2netdev_path': _abs_path('/usr/sbin/ibdev2netdev', empty_ok=True,
+                                                empty_means='a lookup on PATH'),
+
+    # --- ssh_mesh ---
+    'ssh_mesh_group': _Check(_inventory_group),
+    'ssh_mesh_user': _user_name(empty_ok=True),
+    # Written to known_hosts and tested with ssh: addresses, not names (the fabric has no DNS).
+    'ssh_mesh_addresses': _each(_ip_address),
+    # A file name in ~/.ssh: no path, no leading dot (no ../ traversal, no hidden file).
+    'ssh_mesh_key_name': _file_name('id_ed25519_sparkops'),
+
+    # --- trtllm_container ---
+    'trtllm_container_image': _Check(_image_ref),
+    # docker load reads it on the node: an absolute path ("" when the source is pull).
+    'trtllm_container_image_archive': _abs_path('/srv/images/tensorrt-llm-release-1.3.0rc12.tar', empty_ok=True,
+                                                empty_means='pulling the image'),
+    'trtllm_container_infiniband_device': _abs_path('/dev/infiniband', empty_ok=True, empty_means='no RDMA device'),
+    # docker run --ulimit NAME=SOFT:HARD with Docker's names; soft <= hard (-1 unlimited).
+    'trtllm_container_ulimits': _Check(_ulimits),
+    'trtllm_container_ipc_mode': _Check(_ipc_mode),
+    'trtllm_container_shm_size': _Check(_shm_size),
+    # NCCL_SOCKET_IFNAME / UCX_NET_DEVICES / OMPI_MCA_btl_tcp_if_include take interface names.
+    'trtllm_container_fabric_interfaces': _each(_ifname),
+    'trtllm_container_nccl_ib_hca': _each(_roce_device),
+    'trtllm_container_hostfile_hosts': _each(_host_address),
+    # Exported to the container: keys must be shell variable names.
+    'trtllm_container_cuda_env': _Check(_env_dict),
+    'trtllm_container_env': _Check(_env_dict),
+    'trtllm_container_start_timeout': _int_range(1, note='seconds'),
+    'trtllm_container_trtllm_version': _Check(_trtllm_version),
+
+    # --- specdec_common (one name per fact) ---
+    'specdec_deployment_id': _Check(_deployment_id),
+    'specdec_head_host': _Check(_inventory_host),
+    'specdec_container_name': _Check(_container_name),
+    # Mounted at the same path in the container (docker -v needs absolute paths).
+    'specdec_state_dir': _abs_path('/var/lib/sparkops/specdec'),
+    'specdec_hf_cache_dir': _abs_path('/home/nvidia/.cache/huggingface', empty_ok=True,
+                                      empty_means='~/.cache/huggingface of the deploy user'),
+    'specdec_container_hf_cache_dir': _abs_path('/root/.cache/huggingface'),
+    'specdec_container_ssh_port': _int_range(1, 65535, 'the runbook uses 2233'),
+    'specdec_container_host_key_dir': _abs_path('/etc/sparkops/trtllm-ssh'),
+
+    # --- specdec_server ---
+    # Not a choices list in the spec (null = the preset's); the three methods the role renders.
+    'specdec_server_method': _one_of('eagle3', 'draft_target', 'none'),
+    'specdec_server_target_model': _hf_repo_id('nvidia/Qwen3-235B-A22B-FP4'),
+    'specdec_server_target_revision': _Check(_revision),
+    'specdec_server_draft_model': _hf_repo_id('nvidia/Qwen3-235B-A22B-Eagle3'),
+    'specdec_server_draft_revision': _Check(_revision),
+    # speculative_config.max_draft_len: at least one drafted token; beyond 32 the acceptance rate
+    # makes speculation a loss and TRT-LLM's CUDA graphs grow with it.
+    'specdec_server_max_draft_len': _int_range(1, 32, 'the runbook uses 3 to 5'),
+    # TP over a Spark pair at most (one GPU per Spark); must equal the node count (_cross_play).
+    'specdec_server_tp_size': _int_range(1, 2, '1 for one Spark, 2 for a Spark pair'),
+    'specdec_server_port': _int_range(1, 65535, 'the runbook uses 8000 on one Spark, 8355 on two'),
+    'specdec_server_host': _Check(_bind_address),
+    'specdec_server_max_batch_size': _int_range(1),
+    'specdec_server_max_num_tokens': _int_range(1),
+    # A fraction of the free GPU memory: 0 leaves no KV cache, above 1 does not exist.
+    'specdec_server_kv_cache_free_gpu_memory_fraction': _fraction('0.9'),
+    'specdec_server_extra_args': _Check(_extra_args),
+    'specdec_server_env': _Check(_env_dict),
+    'specdec_server_hf_token': _Check(_token),
+    'specdec_server_hf_endpoint': _url(('http', 'https'), 'https://hf-mirror.example.com', empty_ok=True,
+                                       empty_means='the public Hub'),
+    'specdec_server_download_timeout': _int_range(1, note='seconds'),
+    # huggingface_hub's thread pool: at least one worker; more than 64 only adds contention.
+    'specdec_server_download_max_workers': _int_range(1, 64, 'the default is 8'),
+    'specdec_server_download_poll_interval': _int_range(1, note='seconds'),
+    'specdec_server_download_async_timeout': _int_range(1, note='seconds; the default is 86400'),
+    'specdec_server_hf_venv': _abs_path('/opt/sparkops/hf-venv'),
+    'specdec_server_hf_hub_requirement': _Check(_hf_hub_requirement),
+    # The tiktoken files are fetched from there (get_url): http(s) or a local mirror (file://).
+    'specdec_server_tiktoken_base_url': _url(('http', 'https', 'file'), 'https://openaipublic.blob.core.windows.net/encodings'),
+    'specdec_server_tiktoken_files': _each(_file_name('o200k_base.tiktoken')),
+    'specdec_server_health_timeout': _int_range(1, note='seconds; first starts need up to 3600'),
+    'specdec_server_health_interval': _int_range(1, note='seconds'),
+    'specdec_server_smoke_max_tokens': _int_range(1),
+
+    # --- playbooks ---
+    # Sizes in bytes; 0 is allowed (no reserve).
+    'preflight_usable_memory_bytes': _int_range(0, note='bytes; a Spark has about 119 GiB = 127775277056'),
+    'preflight_memory_reserve_bytes': _int_range(0, note='bytes; the default is 4 GiB = 4294967296'),
+    'preflight_disk_reserve_bytes': _int_range(0, note='bytes; the default is 10 GiB = 10737418240'),
+    'preflight_report_path': _non_empty('a file name for the JSON report, e.g. preflight-report.json'),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# Names
+# ---------------------------------------------------------------------------------------------
+
+def _near_prefix(name, prefixes, exact):
+    """(typed prefix, intended prefix, rest of the name) for a misspelt prefix, else ('', '', '').
+
+    The leading 1-3 words of the name are compared with every known prefix; a distance of 1 or 2
+    is a typo. Something must follow the typed prefix (docker_groups alone is not ours), and when
+    the name already starts with a known prefix only a longer one counts (specdec_sever_port is
+    specdec_server_ misspelt, not an unknown specdec_ setting).
+    """
+    words = name.split('_')
+    bare = {p[:-1] for p in prefixes}
+    best = None
+    for k in range(1, min(3, len(words) - 1) + 1):
+        typed = '_'.join(words[:k])
+        if typed in bare:
+            continue
+        for known in bare:
+            if exact and len(known) <= len(exact) - 1:
+                continue
+            distance = levenshtein(typed, known)
+            if 0 < distance <= 2:
+                key = (distance, -len(known), typed)
+                if best is None or key < best[0]:
+                    best = (key, typed, known, '_'.join(words[k:]))
+    if best is None:
+        return '', '', ''
+    return best[1], best[2], best[3]
+
+
+def _check_name(name, options, prefixes):
+    """The problem of a name that is not a known setting, or None when the name is not ours."""
+    if name in REMOVED:
+        return '%s: %s was removed: set %s instead (one name for this fact across roles).' % (name, name, REMOVED[name])
+    bare = {p[:-1] for p in prefixes}
+    if name in bare:
+        return None
+    first = name.split('_', 1)[0]
+    if first in _FOREIGN_FIRST_WORDS or name.startswith('_'):
+        return None
+    exact = max((p for p in prefixes if name.startswith(p)), key=len, default=None)
+    typed, known, rest = _near_prefix(name, prefixes, exact)
+    if typed:
+        intended = known + '_' + rest
+        if intended in REMOVED:
+            intended = REMOVED[intended]
+        if intended not in options:
+            same = {o[len(known) + 1:]: o for o in options if o.startswith(known + '_')}
+            intended = same.get(_closest(rest, same))
+        tail = 'did you mean %s?' % intended if intended else 'see %s for its settings.' % prefixes[known + '_']
+        return '%s: not a setting of %s; %s_ looks like a misspelling of the prefix %s_; %s' % (
+            name, COLLECTION, typed, known, tail)
+    if exact:
+        # Compared without the prefix (all names under a prefix share it): first the settings
+        # under the same prefix, then the same word under another prefix (specdec_port).
+        rest = name[len(exact):]
+        same = {o[len(exact):]: o for o in options if o.startswith(exact)}
+        guess = same.get(_closest(rest, same))
+        if not guess:
+            others = {}
+            for option in sorted(options):
+                own = max((p for p in prefixes if option.startswith(p)), key=len, default='')
+                others.setdefault(option[len(own):], option)
+            guess = others.get(_closest(rest, others, cutoff=0.8))
+        if guess:
+            return '%s: not a setting of %s; did you mean %s?' % (name, COLLECTION, guess)
+        return '%s: not a setting of %s (it would be ignored); remove it, or see %s for the settings.' % (
+            name, COLLECTION, prefixes[exact])
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules between settings
+# ---------------------------------------------------------------------------------------------
+
+_BAD = object()  # a setting that failed its own check: rules using it are skipped
+
+
+def _templated(value):
+    return isinstance(value, str) and ('{{' in value or '{%' in value)
+
+
+def _cross(effective, context):
+    """Rules between settings, on the effective values (given, else the spec default)."""
+    problems = []
+    # docker load needs the tarball when the source is archive.
+    if effective.get('trtllm_container_image_source') == 'archive' and effective.get('trtllm_container_image_archive') == '':
+        problems.append('trtllm_container_image_archive: is empty but trtllm_container_image_source is archive; '
+                        'set the absolute path of the docker-save tarball on the node, or set the source to pull.')
+    problems.extend(_cross_management(effective, context or {}))
+    return problems
+
+
+def _networks(items):
+    networks = []
+    for item in items:
+        try:
+            networks.append(ipaddress.IPv4Network(item, strict=False))
+        except (ipaddress.AddressValueError, ipaddress.NetmaskValueError, ValueError, TypeError):
+            return []
+    return networks
+
+
+def _cross_management(effective, context):
+    """No fabric subnet in effect may contain the management address (the Ansible connection).
+
+    The subnets in effect: netplan_qsfp_addresses when set, else those of netplan_qsfp_scheme.
+    Skipped without an IPv4 context['ansible_host'], and for context['topology'] == 'single_spark'
+    (netplan_qsfp does not run there).
+    """
+    management = context.get('ansible_host')
+    if context.get('topology') == 'single_spark' or not _is_ipv4(management):
+        return []
+    addresses = effective.get('netplan_qsfp_addresses')
+    scheme = effective.get('netplan_qsfp_scheme')
+    if isinstance(addresses, list) and len(addresses) == 2:
+        name, networks = 'netplan_qsfp_addresses', _networks(addresses)
+    elif scheme == 'single_subnet' and isinstance(effective.get('netplan_qsfp_single_subnet'), str):
+        name, networks = 'netplan_qsfp_single_subnet', _networks([effective['netplan_qsfp_single_subnet']])
+    elif scheme == 'per_link_subnets' and isinstance(effective.get('netplan_qsfp_link_subnets'), list):
+        name, networks = 'netplan_qsfp_link_subnets', _networks(effective['netplan_qsfp_link_subnets'])
+    else:
+        return []
+    address = ipaddress.IPv4Address(management)
+    owner = ' of %s' % context['host'] if context.get('host') else ''
+    for network in networks:
+        if address in network:
+            return ['%s: %s contains the management address %s%s (ansible_host); addressing the fabric there would '
+                    'take the management address off its network, and the Ansible connection with it; choose fabric '
+                    'subnets that do not contain it, e.g. 192.168.100.0/24 and 192.168.101.0/24.'
+                    % (name, network, management, owner)]
+    return []
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry point
+# ---------------------------------------------------------------------------------------------
+
+def _apply_bound(name, value, given):
+    """The problems of a value of the right type (the spec's), shown as the user gave it."""
+    rule = BOUNDS.get(name)
+    if rule is None or value is None:
+        return []
+    try:
+        return rule(value, _shown(name, given))
+    except (TypeError, AttributeError, ValueError):
+        # The spec gave the option another type than the rule expects (a spec change): the type
+        # check above has passed, and tests/unit/test_option_coverage.py reports the mismatch.
+        return []
+
+
+def check_settings(settings: dict, specs: dict, *, results=RESULTS, context=None) -> list[str]:
+    """Problems of one host's settings, one line each, sorted.
+
+    settings: every variable of the host as the inventory and extra vars give them (templated);
+    variables of other tools are ignored. specs: load_specs(). results: facts the roles publish
+    (never errors). context: optional {'ansible_host': management IPv4, 'host': inventory name,
+    'topology': 'two_sparks' or 'single_spark'} for the management-address rule.
+    """
+    options = known_options(specs)
+    prefixes = _prefixes(specs)
+    results = set(results or ())
+    problems = []
+    given = {}
+    for name in sorted(settings):
+        value = settings[name]
+        if name in results:
+            continue
+        if name in options and name not in REMOVED:
+            if _templated(value):
+                continue  # not templated by the caller: nothing reliable to check
+            coerced, problem = _check_type(name, options[name], value)
+            if problem:
+                problems.append(problem)
+                given[name] = _BAD
+                continue
+            found = _apply_bound(name, coerced, value)
+            if found:
+                problems.extend('%s: %s' % (name, p) for p in found)
+                given[name] = _BAD
+            else:
+                given[name] = coerced
+            continue
+        problem = _check_name(name, options, prefixes)
+        if problem:
+            problems.append(problem)
+
+    effective = {}
+    for name, spec in options.items():
+        if name in given:
+            effective[name] = given[name]
+        elif not _templated(spec.get('default')):
+            effective[name] = spec.get('default')
+    # A setting with its own problem takes no part in the rules between settings.
+    effective = {k: v for k, v in effective.items() if v is not _BAD}
+    problems.extend(_cross(effective, context))
+    return sorted(set(_one_line(p) for p in problems))
