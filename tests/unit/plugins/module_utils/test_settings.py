@@ -1,0 +1,802 @@
+# -*- coding: utf-8 -*-
+# Unit tests for the PRIVATE module_util sparkops.specdec.plugins.module_utils._settings: the
+# inventory checks of the preflight (names, types, bounds, fabric subnets), one line per problem.
+# Pure: no network, no subprocess. tests/unit/test_option_coverage.py checks that NEGATIVE_CASES
+# has a case for every option of the roles' argument specs.
+
+from __future__ import annotations
+
+import copy
+import os
+
+import pytest
+import yaml
+
+from ansible_collections.sparkops.specdec.plugins.module_utils import _settings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+COLLECTION_ROOT = os.path.abspath(os.path.join(HERE, '..', '..', '..', '..'))
+
+# The one-name-per-fact layout (roles/specdec_common and the new options). The checks read the
+# real specs; the tests run on the real specs without the removed names, plus these declarations
+# where the real specs do not have them (yet).
+_LAYOUT = {
+    'specdec_common': {
+        'specdec_deployment_id': {'type': 'str', 'default': ''},
+        'specdec_head_host': {'type': 'str'},
+        'specdec_container_name': {'type': 'str', 'default': 'trtllm-multinode'},
+        'specdec_state_dir': {'type': 'path', 'default': '/var/lib/sparkops/specdec'},
+        'specdec_hf_cache_dir': {'type': 'str', 'default': ''},
+        'specdec_container_hf_cache_dir': {'type': 'path', 'default': '/root/.cache/huggingface'},
+        'specdec_container_ssh_port': {'type': 'int', 'default': 2233},
+        'specdec_container_host_key_dir': {'type': 'path', 'default': '/etc/sparkops/trtllm-ssh'},
+    },
+    'specdec_server': {
+        'specdec_server_engine': {'type': 'str', 'choices': ['trtllm'], 'default': 'trtllm'},
+        'specdec_server_return_perf_metrics': {'type': 'bool', 'default': False},
+    },
+    'trtllm_container': {
+        'trtllm_container_trtllm_version': {'type': 'str', 'default': ''},
+    },
+}
+
+
+def fixture_specs():
+    specs = {role: {name: option for name, option in options.items() if name not in _settings.REMOVED}
+             for role, options in _settings.load_specs(COLLECTION_ROOT).items()}
+    for role, options in _LAYOUT.items():
+        for name, option in options.items():
+            specs.setdefault(role, {}).setdefault(name, option)
+    return specs
+
+
+SPECS = fixture_specs()
+SECRET_TOKEN = 'hf_SecretTokenValue0123456789abcdefXYZ'
+
+
+def check(settings, **kwargs):
+    return _settings.check_settings(settings, SPECS, **kwargs)
+
+
+def load_yaml(*parts):
+    with open(os.path.join(COLLECTION_ROOT, *parts), encoding='utf-8') as handle:
+        return yaml.safe_load(handle) or {}
+
+
+# ---------------------------------------------------------------------------------------------
+# Negative cases: (case id, settings, the option the message must name, a fragment of it).
+# Every option of the argument specs (and of the playbook table) needs at least one, see
+# tests/unit/test_option_coverage.py.
+# ---------------------------------------------------------------------------------------------
+
+NEGATIVE_CASES = [
+    # --- docker_group ---
+    ('docker-users-string', {'docker_group_users': 'nvidia'}, 'docker_group_users', 'is a string, not a list'),
+    ('docker-users-null', {'docker_group_users': None}, 'docker_group_users', 'is null'),
+    ('docker-users-bad-name', {'docker_group_users': ['nvidia', 'Bad User']}, 'docker_group_users',
+     'item 2 of the list: "Bad User" is not a user name'),
+    ('docker-group-empty', {'docker_group_name': ''}, 'docker_group_name', 'is empty; set a group name'),
+    ('docker-group-bad', {'docker_group_name': 'Docker!'}, 'docker_group_name', 'is not a group name'),
+    ('docker-verify-not-bool', {'docker_group_verify': 'sure'}, 'docker_group_verify', 'is not a boolean'),
+
+    # --- netplan_qsfp ---
+    ('qsfp-port-2', {'netplan_qsfp_port': '2'}, 'netplan_qsfp_port', 'is not one of auto, 0, 1'),
+    ('qsfp-port-bool', {'netplan_qsfp_port': True}, 'netplan_qsfp_port', 'is a boolean, not text'),
+    ('group-space', {'netplan_qsfp_group': 'spark nodes'}, 'netplan_qsfp_group', 'is not an inventory group name'),
+    ('scheme-unknown', {'netplan_qsfp_scheme': 'dhcp'}, 'netplan_qsfp_scheme',
+     'is not one of per_link_subnets, single_subnet'),
+    ('scheme-typo', {'netplan_qsfp_scheme': 'single-subnet'}, 'netplan_qsfp_scheme', 'did you mean single_subnet?'),
+    ('one-link-subnet', {'netplan_qsfp_link_subnets': ['192.168.100.0/24']}, 'netplan_qsfp_link_subnets',
+     'has 1 subnet; set exactly two'),
+    ('three-link-subnets', {'netplan_qsfp_link_subnets': ['10.0.0.0/24', '10.0.1.0/24', '10.0.2.0/24']},
+     'netplan_qsfp_link_subnets', 'has 3 subnets'),
+    ('link-subnets-string', {'netplan_qsfp_link_subnets': '192.168.100.0/24,192.168.101.0/24'},
+     'netplan_qsfp_link_subnets', 'not a list'),
+    ('link-subnet-host-bits', {'netplan_qsfp_link_subnets': ['192.168.100.5/24', '192.168.101.0/24']},
+     'netplan_qsfp_link_subnets', '"192.168.100.5/24" has host bits set; did you mean 192.168.100.0/24?'),
+    ('link-subnet-prefix-33', {'netplan_qsfp_link_subnets': ['192.168.100.0/33', '192.168.101.0/24']},
+     'netplan_qsfp_link_subnets', 'is not an IPv4 network'),
+    ('link-subnet-ipv6', {'netplan_qsfp_link_subnets': ['fd00::/64', '192.168.101.0/24']},
+     'netplan_qsfp_link_subnets', '"fd00::/64" is not an IPv4 network'),
+    ('link-subnet-no-prefix', {'netplan_qsfp_link_subnets': ['192.168.100.0', '192.168.101.0/24']},
+     'netplan_qsfp_link_subnets', 'has no prefix length; write it as ADDRESS/PREFIX, e.g. 192.168.100.0/24'),
+    ('link-subnet-too-small', {'netplan_qsfp_link_subnets': ['192.168.100.0/31', '192.168.101.0/24']},
+     'netplan_qsfp_link_subnets', 'room for fewer than two hosts'),
+    ('link-subnets-same', {'netplan_qsfp_link_subnets': ['192.168.100.0/24', '192.168.100.0/24']},
+     'netplan_qsfp_link_subnets', 'overlap; the two logical links need separate subnets'),
+    ('link-subnets-overlap', {'netplan_qsfp_link_subnets': ['192.168.100.0/24', '192.168.100.128/25']},
+     'netplan_qsfp_link_subnets', '192.168.100.0/24 and 192.168.100.128/25 overlap'),
+    ('host-offset-zero', {'netplan_qsfp_host_offset': 0}, 'netplan_qsfp_host_offset',
+     '0 is out of range; set an integer from 1 to 253'),
+    ('host-offset-300', {'netplan_qsfp_host_offset': 300}, 'netplan_qsfp_host_offset', '300 is out of range'),
+    ('host-offset-text', {'netplan_qsfp_host_offset': 'ten'}, 'netplan_qsfp_host_offset',
+     '"ten" is not a whole number; set an integer from 1 to 253'),
+    ('single-subnet-prefix-40', {'netplan_qsfp_single_subnet': '10.0.0.0/40'}, 'netplan_qsfp_single_subnet',
+     'is not an IPv4 network'),
+    ('single-subnet-host-bits', {'netplan_qsfp_single_subnet': '192.168.200.12/24'}, 'netplan_qsfp_single_subnet',
+     'has host bits set; did you mean 192.168.200.0/24?'),
+    ('single-offset-zero', {'netplan_qsfp_single_host_offset': 0}, 'netplan_qsfp_single_host_offset',
+     'set an integer from 1 to 251'),
+    ('one-address', {'netplan_qsfp_addresses': ['192.168.100.10/24']}, 'netplan_qsfp_addresses',
+     'has 1 address; set [] to use the scheme, or two'),
+    ('address-not-ip', {'netplan_qsfp_addresses': ['not-an-ip', '192.168.101.10/24']}, 'netplan_qsfp_addresses',
+     '"not-an-ip" has no prefix length; write ADDRESS/PREFIX'),
+    ('address-bad-ip', {'netplan_qsfp_addresses': ['192.168.300.10/24', '192.168.101.10/24']},
+     'netplan_qsfp_addresses', 'is not an IPv4 address with prefix'),
+    ('address-no-prefix', {'netplan_qsfp_addresses': ['192.168.100.10', '192.168.101.10/24']},
+     'netplan_qsfp_addresses', 'write it with its prefix, e.g. 192.168.100.10/24'),
+    ('address-network', {'netplan_qsfp_addresses': ['192.168.100.0/24', '192.168.101.10/24']},
+     'netplan_qsfp_addresses', 'is the network address of 192.168.100.0/24'),
+    ('address-broadcast', {'netplan_qsfp_addresses': ['192.168.100.10/24', '192.168.101.255/24']},
+     'netplan_qsfp_addresses', 'is the broadcast address of 192.168.101.0/24'),
+    ('address-twice', {'netplan_qsfp_addresses': ['192.168.100.10/24', '192.168.100.10/24']},
+     'netplan_qsfp_addresses', 'gives 192.168.100.10 to both links'),
+    ('netplan-file-relative', {'netplan_qsfp_file': 'relative/path.yaml'}, 'netplan_qsfp_file',
+     'is not a netplan file; set a file directly under /etc/netplan ending in .yaml'),
+    ('netplan-file-yml', {'netplan_qsfp_file': '/etc/netplan/40-cx7.yml'}, 'netplan_qsfp_file', 'is not a netplan file'),
+    ('netplan-file-subdir', {'netplan_qsfp_file': '/etc/netplan/sub/40-cx7.yaml'}, 'netplan_qsfp_file',
+     'is not a netplan file'),
+    ('take-over-not-bool', {'netplan_qsfp_take_over': 'replace'}, 'netplan_qsfp_take_over', 'is not a boolean'),
+    ('apply-not-bool', {'netplan_qsfp_apply': 'yes please'}, 'netplan_qsfp_apply',
+     '"yes please" is not a boolean; set true or false.'),
+    ('apply-two', {'netplan_qsfp_apply': 2}, 'netplan_qsfp_apply', '2 is not a boolean'),
+    ('apply-method-nmcli', {'netplan_qsfp_apply_method': 'nmcli'}, 'netplan_qsfp_apply_method',
+     'is not one of netplan, ip'),
+    ('ping-not-bool', {'netplan_qsfp_ping': 'always'}, 'netplan_qsfp_ping', 'is not a boolean'),
+    ('rollback-not-bool', {'netplan_qsfp_rollback': []}, 'netplan_qsfp_rollback', 'is not a boolean'),
+    ('ibdev2netdev-relative', {'netplan_qsfp_ibdev2netdev_path': 'ibdev2netdev'}, 'netplan_qsfp_ibdev2netdev_path',
+     'is not an absolute path'),
+
+    # --- ssh_mesh ---
+    ('mesh-group-dash', {'ssh_mesh_group': 'spark-nodes'}, 'ssh_mesh_group', 'is not an inventory group name'),
+    ('mesh-user-bad', {'ssh_mesh_user': 'root; rm'}, 'ssh_mesh_user', 'is not a user name'),
+    ('mesh-user-list', {'ssh_mesh_user': ['nvidia']}, 'ssh_mesh_user', 'is a list, not text'),
+    ('mesh-addresses-name', {'ssh_mesh_addresses': ['spark-2']}, 'ssh_mesh_addresses',
+     'item 1 of the list: "spark-2" is not an IP address'),
+    ('mesh-addresses-string', {'ssh_mesh_addresses': '192.168.100.10'}, 'ssh_mesh_addresses',
+     'write a YAML list, e.g. ["192.168.100.10"]'),
+    ('mesh-key-traversal', {'ssh_mesh_key_name': '../evil'}, 'ssh_mesh_key_name', 'is not a plain file name'),
+    ('mesh-key-hidden', {'ssh_mesh_key_name': '.id_ed25519'}, 'ssh_mesh_key_name', 'not starting with a dot'),
+    ('mesh-verify-not-bool', {'ssh_mesh_verify': 'x'}, 'ssh_mesh_verify', 'is not a boolean'),
+
+    # --- trtllm_container ---
+    ('image-upper-case', {'trtllm_container_image': 'nvcr.io/NVIDIA/tensorrt-llm/release:1.3.0rc12'},
+     'trtllm_container_image', 'is not an image reference Docker accepts'),
+    ('image-empty', {'trtllm_container_image': ''}, 'trtllm_container_image', 'is not an image reference'),
+    ('image-space', {'trtllm_container_image': 'tensorrt llm:1.3'}, 'trtllm_container_image',
+     'is not an image reference'),
+    ('image-source-unknown', {'trtllm_container_image_source': 'registry'}, 'trtllm_container_image_source',
+     'is not one of pull, archive'),
+    ('archive-without-path', {'trtllm_container_image_source': 'archive'}, 'trtllm_container_image_archive',
+     'is empty but trtllm_container_image_source is archive'),
+    ('archive-relative', {'trtllm_container_image_archive': 'images/trtllm.tar'}, 'trtllm_container_image_archive',
+     'is not an absolute path'),
+    ('trtllm-version-latest', {'trtllm_container_trtllm_version': 'latest'}, 'trtllm_container_trtllm_version',
+     'is not a TensorRT-LLM version; set e.g. 1.3.0rc12'),
+    ('multinode-not-bool', {'trtllm_container_multinode': 'two'}, 'trtllm_container_multinode', 'is not a boolean'),
+    ('gpus-not-bool', {'trtllm_container_gpus': 'all'}, 'trtllm_container_gpus', 'is not a boolean'),
+    ('infiniband-relative', {'trtllm_container_infiniband_device': 'infiniband'}, 'trtllm_container_infiniband_device',
+     'is not an absolute path'),
+    ('ulimits-string', {'trtllm_container_ulimits': 'memlock=-1'}, 'trtllm_container_ulimits',
+     'is a string, not a list; write a YAML list like the default'),
+    ('ulimits-bad-item', {'trtllm_container_ulimits': ['memlock=-1']}, 'trtllm_container_ulimits',
+     'item 1 ("memlock=-1") is not NAME:SOFT:HARD'),
+    ('ulimits-unknown-name', {'trtllm_container_ulimits': ['memlok:-1:-1']}, 'trtllm_container_ulimits',
+     'memlok is not a ulimit Docker knows; did you mean memlock?'),
+    ('ulimits-soft-above-hard', {'trtllm_container_ulimits': ['nofile:4096:1024']}, 'trtllm_container_ulimits',
+     'the soft limit must be at most the hard limit'),
+    ('ulimits-unlimited-soft', {'trtllm_container_ulimits': ['memlock:-1:1024']}, 'trtllm_container_ulimits',
+     'the soft limit must be at most the hard limit'),
+    ('ipc-mode-shared', {'trtllm_container_ipc_mode': 'shared'}, 'trtllm_container_ipc_mode',
+     'is not a Docker IPC mode'),
+    ('shm-size-lots', {'trtllm_container_shm_size': 'lots'}, 'trtllm_container_shm_size', 'is not a size'),
+    ('fabric-interface-long', {'trtllm_container_fabric_interfaces': ['enp1s0f1np1-but-too-long']},
+     'trtllm_container_fabric_interfaces', 'is not a network interface name'),
+    ('nccl-hca-space', {'trtllm_container_nccl_ib_hca': ['rocep1s0f1 roceP2p1s0f1']}, 'trtllm_container_nccl_ib_hca',
+     'is not an RDMA device name'),
+    ('hostfile-port', {'trtllm_container_hostfile_hosts': ['192.168.100.10:2233']}, 'trtllm_container_hostfile_hosts',
+     'is not an IP address or host name'),
+    ('cuda-env-key', {'trtllm_container_cuda_env': {'1CPATH': '/usr/local/cuda/include'}}, 'trtllm_container_cuda_env',
+     'key "1CPATH" is not an environment variable name'),
+    ('env-key-dash', {'trtllm_container_env': {'NCCL-DEBUG': 'INFO'}}, 'trtllm_container_env',
+     'is not an environment variable name'),
+    ('env-nested', {'trtllm_container_env': {'NCCL_DEBUG': {'level': 'INFO'}}}, 'trtllm_container_env',
+     'NCCL_DEBUG is a mapping; give every variable a single value'),
+    ('env-string', {'trtllm_container_env': 'NCCL_DEBUG=INFO'}, 'trtllm_container_env', 'is a string, not a mapping'),
+    ('allow-recreate-not-bool', {'trtllm_container_allow_recreate': 'if needed'}, 'trtllm_container_allow_recreate',
+     'is not a boolean'),
+    ('start-timeout-zero', {'trtllm_container_start_timeout': 0}, 'trtllm_container_start_timeout',
+     '0 is out of range; set an integer of at least 1 (seconds)'),
+
+    # --- specdec_common ---
+    ('deployment-id-space', {'specdec_deployment_id': 'my deployment'}, 'specdec_deployment_id',
+     'is not a deployment id'),
+    ('head-host-space', {'specdec_head_host': 'spark 1'}, 'specdec_head_host', 'is not an inventory host name'),
+    ('head-host-empty', {'specdec_head_host': ''}, 'specdec_head_host', 'is not an inventory host name'),
+    ('container-name-bad', {'specdec_container_name': 'bad name!'}, 'specdec_container_name',
+     'is not a Docker container name'),
+    ('container-name-one-char', {'specdec_container_name': 't'}, 'specdec_container_name',
+     'is not a Docker container name'),
+    ('state-dir-relative', {'specdec_state_dir': 'var/lib/sparkops'}, 'specdec_state_dir',
+     'is not an absolute path; set a path starting with /'),
+    ('state-dir-tilde', {'specdec_state_dir': '~/specdec'}, 'specdec_state_dir', '(~ is not expanded here)'),
+    ('hf-cache-relative', {'specdec_hf_cache_dir': 'hf-cache'}, 'specdec_hf_cache_dir',
+     'or "" for ~/.cache/huggingface of the deploy user'),
+    ('container-hf-cache-empty', {'specdec_container_hf_cache_dir': ''}, 'specdec_container_hf_cache_dir',
+     'is empty; set an absolute path'),
+    ('container-ssh-port-big', {'specdec_container_ssh_port': 70000}, 'specdec_container_ssh_port',
+     '70000 is out of range; set an integer from 1 to 65535'),
+    ('container-ssh-port-text', {'specdec_container_ssh_port': 'ssh'}, 'specdec_container_ssh_port',
+     'is not a whole number'),
+    ('host-key-dir-relative', {'specdec_container_host_key_dir': 'trtllm-ssh'}, 'specdec_container_host_key_dir',
+     'is not an absolute path'),
+
+    # --- specdec_server ---
+    ('preset-unknown', {'specdec_server_preset': 'qwen-4'}, 'specdec_server_preset', 'is not one of auto'),
+    ('engine-vllm', {'specdec_server_engine': 'vllm'}, 'specdec_server_engine', 'is not one of trtllm'),
+    ('method-unknown', {'specdec_server_method': 'eagle4'}, 'specdec_server_method',
+     '"eagle4" is not one of eagle3, draft_target, none; did you mean eagle3?'),
+    ('target-id-spaces', {'specdec_server_target_model': 'not a repo id'}, 'specdec_server_target_model',
+     'is not a Hugging Face model id; set a Hugging Face model id ORG/NAME'),
+    ('target-id-no-org', {'specdec_server_target_model': 'gpt-oss-120b'}, 'specdec_server_target_model',
+     'is not a Hugging Face model id'),
+    ('target-id-double-dash', {'specdec_server_target_model': 'nvidia/Qwen3--FP4'}, 'specdec_server_target_model',
+     'is not a Hugging Face model id'),
+    ('target-id-empty', {'specdec_server_target_model': ''}, 'specdec_server_target_model', 'is empty'),
+    ('target-revision-empty', {'specdec_server_target_revision': ''}, 'specdec_server_target_revision',
+     'is not a revision; set a branch, tag or commit without spaces'),
+    ('target-revision-null', {'specdec_server_target_revision': None}, 'specdec_server_target_revision',
+     'is null (an empty value in YAML); set a quoted string, or delete the line to use the default "main"'),
+    ('draft-id-bad', {'specdec_server_draft_model': 'bad id/with spaces'}, 'specdec_server_draft_model',
+     'is not a Hugging Face model id'),
+    ('draft-id-git', {'specdec_server_draft_model': 'nvidia/Qwen3-235B-A22B-Eagle3.git'}, 'specdec_server_draft_model',
+     'is not a Hugging Face model id'),
+    ('draft-revision-space', {'specdec_server_draft_revision': 'v 1'}, 'specdec_server_draft_revision',
+     'is not a revision'),
+    ('draft-len-0', {'specdec_server_max_draft_len': 0}, 'specdec_server_max_draft_len',
+     '0 is out of range; set an integer from 1 to 32 (the runbook uses 3 to 5).'),
+    ('draft-len-negative', {'specdec_server_max_draft_len': -3}, 'specdec_server_max_draft_len', 'is out of range'),
+    ('draft-len-33', {'specdec_server_max_draft_len': 33}, 'specdec_server_max_draft_len', '33 is out of range'),
+    ('draft-len-text', {'specdec_server_max_draft_len': 'abc'}, 'specdec_server_max_draft_len',
+     '"abc" is not a whole number; set an integer from 1 to 32'),
+    ('draft-len-fraction', {'specdec_server_max_draft_len': 3.5}, 'specdec_server_max_draft_len',
+     '3.5 is not a whole number'),
+    ('draft-len-bool', {'specdec_server_max_draft_len': True}, 'specdec_server_max_draft_len', 'is a boolean'),
+    ('tp-3', {'specdec_server_tp_size': 3}, 'specdec_server_tp_size', '3 is out of range; set an integer from 1 to 2'),
+    ('tp-not-int', {'specdec_server_tp_size': 'two'}, 'specdec_server_tp_size', 'is not a whole number'),
+    ('port-too-big', {'specdec_server_port': 70000}, 'specdec_server_port', 'set an integer from 1 to 65535'),
+    ('port-zero', {'specdec_server_port': 0}, 'specdec_server_port', '0 is out of range'),
+    ('port-text', {'specdec_server_port': 'http'}, 'specdec_server_port', '"http" is not a whole number'),
+    ('host-bad', {'specdec_server_host': 'every interface'}, 'specdec_server_host', 'is not an address to bind'),
+    ('batch-size-zero', {'specdec_server_max_batch_size': 0}, 'specdec_server_max_batch_size',
+     'set an integer of at least 1'),
+    ('num-tokens-negative', {'specdec_server_max_num_tokens': -5}, 'specdec_server_max_num_tokens',
+     '-5 is out of range'),
+    ('kv-fraction-high', {'specdec_server_kv_cache_free_gpu_memory_fraction': 1.5},
+     'specdec_server_kv_cache_free_gpu_memory_fraction', '1.5 is out of range; set a fraction above 0 and at most 1'),
+    ('kv-fraction-zero', {'specdec_server_kv_cache_free_gpu_memory_fraction': 0},
+     'specdec_server_kv_cache_free_gpu_memory_fraction', 'is out of range'),
+    ('kv-fraction-text', {'specdec_server_kv_cache_free_gpu_memory_fraction': 'most'},
+     'specdec_server_kv_cache_free_gpu_memory_fraction', '"most" is not a number; set a fraction'),
+    ('llm-options-not-dict', {'specdec_server_llm_api_options': 'speculative_config'},
+     'specdec_server_llm_api_options', 'is a string, not a mapping; write a YAML mapping'),
+    ('extra-args-string', {'specdec_server_extra_args': '--foo'}, 'specdec_server_extra_args',
+     'is a string, not a list; write a YAML list, e.g. ["--foo"]'),
+    ('extra-args-mapping-item', {'specdec_server_extra_args': [{'--log_level': 'info'}]}, 'specdec_server_extra_args',
+     'item 1 ({"--log_level": "info"}) is a mapping, not text; every item must be a string'),
+    ('server-env-key', {'specdec_server_env': {'TRT LLM': '1'}}, 'specdec_server_env',
+     'is not an environment variable name'),
+    ('return-perf-metrics-not-bool', {'specdec_server_return_perf_metrics': 'maybe'},
+     'specdec_server_return_perf_metrics', 'is not a boolean'),
+    ('hf-token-newline', {'specdec_server_hf_token': SECRET_TOKEN + '\n'}, 'specdec_server_hf_token',
+     'the value (hidden) contains white space (a trailing newline from a file?)'),
+    ('hf-token-list', {'specdec_server_hf_token': [SECRET_TOKEN]}, 'specdec_server_hf_token',
+     'the value (hidden) is a list, not text'),
+    ('hf-endpoint-no-scheme', {'specdec_server_hf_endpoint': 'hf-mirror.example.com'}, 'specdec_server_hf_endpoint',
+     'is not a http:// or https:// URL'),
+    ('download-not-bool', {'specdec_server_download': 'later'}, 'specdec_server_download', 'is not a boolean'),
+    ('download-timeout-zero', {'specdec_server_download_timeout': 0}, 'specdec_server_download_timeout',
+     'is out of range'),
+    ('max-workers-zero', {'specdec_server_download_max_workers': 0}, 'specdec_server_download_max_workers',
+     'set an integer from 1 to 64'),
+    ('max-workers-65', {'specdec_server_download_max_workers': 65}, 'specdec_server_download_max_workers',
+     '65 is out of range'),
+    ('poll-interval-zero', {'specdec_server_download_poll_interval': 0}, 'specdec_server_download_poll_interval',
+     'is out of range'),
+    ('async-timeout-negative', {'specdec_server_download_async_timeout': -1}, 'specdec_server_download_async_timeout',
+     'is out of range'),
+    ('hf-venv-relative', {'specdec_server_hf_venv': 'hf-venv'}, 'specdec_server_hf_venv', 'is not an absolute path'),
+    ('hf-hub-requirement-other', {'specdec_server_hf_hub_requirement': 'requests>=2'},
+     'specdec_server_hf_hub_requirement', 'is not a pip requirement for huggingface_hub'),
+    ('hf-hub-offline-not-bool', {'specdec_server_hf_hub_offline': 'mostly'}, 'specdec_server_hf_hub_offline',
+     'is not a boolean'),
+    ('tiktoken-url-ftp', {'specdec_server_tiktoken_base_url': 'ftp://mirror/encodings'},
+     'specdec_server_tiktoken_base_url', 'is not a http:// or https:// or file:// URL'),
+    ('tiktoken-url-bare-scheme', {'specdec_server_tiktoken_base_url': 'https://'}, 'specdec_server_tiktoken_base_url',
+     'URL'),
+    ('tiktoken-files-path', {'specdec_server_tiktoken_files': ['../o200k_base.tiktoken']},
+     'specdec_server_tiktoken_files', 'is not a plain file name'),
+    ('allow-restart-not-bool', {'specdec_server_allow_restart': 'maybe'}, 'specdec_server_allow_restart',
+     'is not a boolean'),
+    ('health-timeout-negative', {'specdec_server_health_timeout': -1}, 'specdec_server_health_timeout',
+     'is out of range'),
+    ('health-interval-zero', {'specdec_server_health_interval': 0}, 'specdec_server_health_interval',
+     'is out of range'),
+    ('smoke-test-not-bool', {'specdec_server_smoke_test': 'quick'}, 'specdec_server_smoke_test', 'is not a boolean'),
+    ('smoke-max-tokens-zero', {'specdec_server_smoke_max_tokens': 0}, 'specdec_server_smoke_max_tokens',
+     'is out of range'),
+
+    # --- playbook settings ---
+    ('usable-memory-negative', {'preflight_usable_memory_bytes': -1}, 'preflight_usable_memory_bytes',
+     '-1 is out of range; set an integer of at least 0 (bytes'),
+    ('usable-memory-units', {'preflight_usable_memory_bytes': '119GiB'}, 'preflight_usable_memory_bytes',
+     'is not a whole number'),
+    ('memory-reserve-negative', {'preflight_memory_reserve_bytes': -4}, 'preflight_memory_reserve_bytes',
+     'is out of range'),
+    ('disk-reserve-units', {'preflight_disk_reserve_bytes': '10G'}, 'preflight_disk_reserve_bytes',
+     'is not a whole number'),
+    ('drop-caches-not-bool', {'preflight_drop_caches': 'please'}, 'preflight_drop_caches', 'is not a boolean'),
+    ('report-path-empty', {'preflight_report_path': ' '}, 'preflight_report_path', 'is empty; set a file name'),
+    ('topology-unknown', {'preflight_topology': 'three_sparks'}, 'preflight_topology',
+     'is not one of two_sparks, single_spark'),
+    ('remove-models-not-bool', {'teardown_remove_models': 'all'}, 'teardown_remove_models', 'is not a boolean'),
+    ('remove-netplan-not-bool', {'teardown_remove_netplan': 'ours'}, 'teardown_remove_netplan', 'is not a boolean'),
+]
+
+
+def assert_well_formed(lines):
+    assert lines == sorted(lines), 'not sorted'
+    assert len(lines) == len(set(lines)), 'duplicates'
+    for line in lines:
+        assert len(line.splitlines()) == 1, repr(line)
+        assert len(line) < 400, line
+        assert line.endswith(('.', '?')), line
+        assert ':' in line and ' ' not in line.split(':', 1)[0], line
+        for noise in ('Traceback', '<class', 'argument_spec', 'TypeError', 'ValueError', "'type':"):
+            assert noise not in line, line
+        assert SECRET_TOKEN not in line, line
+
+
+def test_case_ids_are_unique():
+    ids = [case[0] for case in NEGATIVE_CASES]
+    assert len(ids) == len(set(ids))
+
+
+@pytest.mark.parametrize('case_id,settings,option,fragment', NEGATIVE_CASES, ids=[c[0] for c in NEGATIVE_CASES])
+def test_negative_case(case_id, settings, option, fragment):
+    lines = check(settings)
+    assert_well_formed(lines)
+    mine = [line for line in lines if line.startswith(option + ': ')]
+    assert mine, '%s: no message names %s: %s' % (case_id, option, lines)
+    assert any(fragment in line for line in mine), '%s: %r not in %s' % (case_id, fragment, mine)
+    # One problem, one message.
+    assert len(lines) == 1, lines
+
+
+def test_the_briefs_example_message():
+    assert check({'specdec_server_max_draft_len': 0}) == [
+        'specdec_server_max_draft_len: 0 is out of range; set an integer from 1 to 32 (the runbook uses 3 to 5).']
+
+
+def test_one_message_per_problem_and_sorted():
+    settings = {
+        'specdec_server_port': 0,
+        'docker_group_name': '',
+        'netplan_qsfp_link_subnets': ['192.168.100.5/24', '192.168.101.7/24'],
+        'trtllm_container_ulimits': ['memlock=-1', 'stack:1:0'],
+        'specdec_server_max_draft_length': 3,
+    }
+    lines = check(settings)
+    assert_well_formed(lines)
+    assert [line.split(':', 1)[0] for line in lines] == [
+        'docker_group_name',
+        'netplan_qsfp_link_subnets', 'netplan_qsfp_link_subnets',
+        'specdec_server_max_draft_length',
+        'specdec_server_port',
+        'trtllm_container_ulimits', 'trtllm_container_ulimits',
+    ]
+    assert check(settings) == lines  # deterministic
+
+
+# ---------------------------------------------------------------------------------------------
+# Coercion as ansible.builtin.validate_argument_spec does it, and null
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('settings', [
+    {'specdec_server_max_draft_len': '3'},
+    {'specdec_server_max_draft_len': 3.0},
+    {'specdec_server_port': '8355'},
+    {'specdec_server_port': ' 8355 '},
+    {'netplan_qsfp_apply': 'yes'},
+    {'netplan_qsfp_apply': 'true'},
+    {'netplan_qsfp_apply': 'True'},
+    {'netplan_qsfp_apply': 'on'},
+    {'netplan_qsfp_apply': 1},
+    {'netplan_qsfp_apply': 'no'},
+    {'netplan_qsfp_port': 0},
+    {'netplan_qsfp_port': '1'},
+    {'specdec_server_kv_cache_free_gpu_memory_fraction': '0.9'},
+    {'specdec_server_kv_cache_free_gpu_memory_fraction': 1},
+    {'netplan_qsfp_host_offset': '10'},
+    {'specdec_server_method': None},
+    {'specdec_server_max_draft_len': None},
+    {'specdec_head_host': None},
+    {'specdec_server_target_revision': 'a' * 40},
+    {'trtllm_container_hostfile_hosts': ['192.168.100.10', 'spark-2.fabric']},
+    {'trtllm_container_env': {'NCCL_DEBUG': 'INFO', 'OMP_NUM_THREADS': 4}},
+    {'trtllm_container_ipc_mode': 'container:trtllm-multinode'},
+    {'trtllm_container_shm_size': '16g'},
+    {'trtllm_container_ulimits': ['memlock:-1:-1', 'nofile:1024:4096']},
+    {'trtllm_container_image': 'localhost:5000/trtllm@sha256:' + '0' * 64},
+    {'trtllm_container_trtllm_version': '1.3.0rc12'},
+    {'trtllm_container_trtllm_version': '1.2.0'},
+    {'specdec_server_tiktoken_base_url': 'file:///srv/mirror/encodings'},
+    {'specdec_server_hf_hub_requirement': '/srv/wheels/huggingface_hub-2.4.0-py3-none-any.whl'},
+    {'specdec_server_extra_args': ['--log_level', 'info']},
+    {'specdec_server_host': '::'},
+    {'netplan_qsfp_addresses': ['192.168.100.10/24', '192.168.101.10/24']},
+    {'netplan_qsfp_addresses': []},
+    {'netplan_qsfp_link_subnets': ['10.10.0.0/30', '10.10.0.4/30']},
+    {'ssh_mesh_addresses': ['192.168.100.10', 'fd00::10']},
+    {'specdec_server_hf_token': ''},
+    {'specdec_server_hf_token': SECRET_TOKEN},
+    {'preflight_usable_memory_bytes': 0},
+    {'preflight_report_path': '/tmp/preflight.json'},
+], ids=lambda s: '%s=%r' % next(iter(s.items())))
+def test_valid_values_are_accepted(settings):
+    assert check(settings) == []
+
+
+def test_null_where_the_default_is_not_null():
+    assert check({'docker_group_users': None}) == [
+        'docker_group_users: is null (an empty value in YAML); write a YAML list, e.g. ["item"], or delete the '
+        'line to use the default [].']
+
+
+def test_untemplated_values_are_not_checked():
+    # The caller templates; a value that still holds Jinja is not judged (no false error).
+    assert check({'specdec_server_port': '{{ my_port }}', 'specdec_server_hf_token': "{{ lookup('file', 'x') }}"}) == []
+
+
+def test_type_follows_the_spec_not_the_table():
+    specs = copy.deepcopy(SPECS)
+    specs['specdec_server']['specdec_server_port']['type'] = 'str'
+    # The bound of the table does not apply to an option whose type changed; no crash, no false error.
+    assert _settings.check_settings({'specdec_server_port': 'auto'}, specs) == []
+
+
+def test_choices_of_a_list_apply_to_each_item():
+    specs = {'alpha': {'alpha_modes': {'type': 'list', 'elements': 'str', 'choices': ['a', 'b'], 'default': []}}}
+    assert _settings.check_settings({'alpha_modes': ['a', 'b']}, specs) == []
+    assert _settings.check_settings({'alpha_modes': ['a', 'c']}, specs) == [
+        'alpha_modes: item "c" is not one of a, b; set one of them.']
+
+
+# ---------------------------------------------------------------------------------------------
+# Names: unknown, removed, misspelt prefixes, and names that are not ours
+# ---------------------------------------------------------------------------------------------
+
+NAME_CASES = [
+    ('unknown-draft-length', 'specdec_server_max_draft_length', 3,
+     'specdec_server_max_draft_length: not a setting of sparkops.specdec; did you mean specdec_server_max_draft_len?'),
+    ('unknown-apply', 'netplan_qsfp_aply', True, 'netplan_qsfp_aply: not a setting of sparkops.specdec; did you mean '
+     'netplan_qsfp_apply?'),
+    ('unknown-docker', 'docker_group_user', ['nvidia'], 'did you mean docker_group_users?'),
+    ('unknown-mesh', 'ssh_mesh_addrs', [], 'did you mean ssh_mesh_addresses?'),
+    ('unknown-container', 'trtllm_container_gpu', True, 'did you mean trtllm_container_gpus?'),
+    ('unknown-common', 'specdec_state_directory', '/srv', 'did you mean specdec_state_dir?'),
+    ('unknown-preflight', 'preflight_usable_memory', 1, 'did you mean preflight_usable_memory_bytes?'),
+    ('unknown-teardown', 'teardown_remove_model', True, 'did you mean teardown_remove_models?'),
+    ('unknown-no-match', 'specdec_server_zzzz_qqqq', 1,
+     'specdec_server_zzzz_qqqq: not a setting of sparkops.specdec (it would be ignored); remove it, or see '
+     'roles/specdec_server/README.md for the settings.'),
+    ('near-server', 'specdec_sever_port', 8000, 'specdec_sever_port: not a setting of sparkops.specdec; specdec_sever_ '
+     'looks like a misspelling of the prefix specdec_server_; did you mean specdec_server_port?'),
+    ('near-container', 'trtlm_container_image', 'x', 'trtlm_container_ looks like a misspelling of the prefix '
+     'trtllm_container_; did you mean trtllm_container_image?'),
+    ('near-netplan', 'netplan_qfsp_apply', True, 'netplan_qfsp_ looks like a misspelling of the prefix netplan_qsfp_; '
+     'did you mean netplan_qsfp_apply?'),
+    ('near-mesh', 'sshmesh_user', 'nvidia', 'sshmesh_ looks like a misspelling of the prefix ssh_mesh_; did you mean '
+     'ssh_mesh_user?'),
+    ('near-docker', 'dockr_group_users', [], 'dockr_group_ looks like a misspelling of the prefix docker_group_; '
+     'did you mean docker_group_users?'),
+    ('near-common', 'specdc_state_dir', '/srv', 'prefix specdec_; did you mean specdec_state_dir?'),
+    ('near-spec-dec', 'spec_dec_server_port', 1, 'prefix specdec_server_; did you mean specdec_server_port?'),
+    ('near-preflight', 'prefligt_topology', 'two_sparks', 'prefix preflight_; did you mean preflight_topology?'),
+    ('near-teardown', 'tear_down_remove_models', True, 'prefix teardown_; did you mean teardown_remove_models?'),
+    ('near-and-misspelt', 'specdec_sever_prot', 8000, 'prefix specdec_server_; did you mean specdec_server_port?'),
+    ('near-removed-name', 'trtlm_container_name', 'x', 'prefix trtllm_container_; did you mean specdec_container_name?'),
+    ('near-no-match', 'netplan_qfsp_zzzzzzzz', 1, 'prefix netplan_qsfp_; see roles/netplan_qsfp/README.md'),
+]
+
+
+@pytest.mark.parametrize('case_id,name,value,expected', NAME_CASES, ids=[c[0] for c in NAME_CASES])
+def test_name_case(case_id, name, value, expected):
+    lines = check({name: value})
+    assert_well_formed(lines)
+    assert len(lines) == 1 and lines[0].startswith(name + ': ') and expected in lines[0], lines
+
+
+@pytest.mark.parametrize('old,new', sorted(_settings.REMOVED.items()))
+def test_removed_name(old, new):
+    assert check({old: 'x'}) == [
+        '%s: %s was removed: set %s instead (one name for this fact across roles).' % (old, old, new)]
+
+
+def test_removed_names_are_exactly_the_one_name_per_fact_change():
+    assert _settings.REMOVED == {
+        'trtllm_container_name': 'specdec_container_name',
+        'specdec_server_container': 'specdec_container_name',
+        'trtllm_container_state_dir': 'specdec_state_dir',
+        'specdec_server_state_dir': 'specdec_state_dir',
+        'trtllm_container_hf_cache_dir': 'specdec_hf_cache_dir',
+        'specdec_server_hf_cache_dir': 'specdec_hf_cache_dir',
+        'trtllm_container_container_hf_cache_dir': 'specdec_container_hf_cache_dir',
+        'specdec_server_container_hf_cache_dir': 'specdec_container_hf_cache_dir',
+        'trtllm_container_ssh_port': 'specdec_container_ssh_port',
+        'ssh_mesh_container_port': 'specdec_container_ssh_port',
+        'trtllm_container_ssh_host_key_dir': 'specdec_container_host_key_dir',
+        'ssh_mesh_container_host_key_dir': 'specdec_container_host_key_dir',
+        'trtllm_container_head_host': 'specdec_head_host',
+        'specdec_server_head_host': 'specdec_head_host',
+    }
+
+
+def test_removed_name_wins_over_a_spec_that_still_declares_it():
+    specs = copy.deepcopy(SPECS)
+    specs['trtllm_container']['trtllm_container_name'] = {'type': 'str', 'default': 'trtllm-multinode'}
+    assert _settings.check_settings({'trtllm_container_name': 'x'}, specs) == [
+        'trtllm_container_name: trtllm_container_name was removed: set specdec_container_name instead '
+        '(one name for this fact across roles).']
+
+
+NOT_OURS = {
+    'ansible_host': '10.0.0.21', 'ansible_user': 'nvidia', 'ansible_ssh_common_args': '-o X=y',
+    'ansible_python_interpreter': '/usr/bin/python3', 'ansible_become_password': 'pw',
+    'spark_rack': 'r1', 'spark_serial': 'x', 'lab_state_dir': '/x', 'lab_netplan_qsfp_x': 1,
+    'docker_host': 'unix:///var/run/docker.sock', 'docker_users': ['a'], 'docker_groups': ['docker'],
+    'docker_group': 'docker', 'docker_service_state': 'started', 'docker_daemon_options': {},
+    'ssh_args': '-C', 'ssh_user': 'nvidia', 'ssh_host': 'x', 'ssh_port': 22, 'ssh_key': '/k', 'ssh_pass': 'x',
+    'specdec': 1, 'specdec_server': 1, 'netplan': 1, 'netplan_config_file': '/etc/netplan/x.yaml',
+    'group_names': ['spark_nodes'], 'groups': {}, 'inventory_hostname': 'spark-1', 'inventory_dir': '/inv',
+    'molecule_yml': {}, 'molecule_scenario_directory': '/m', 'hostvars': {}, 'omit': '__omit', 'playbook_dir': '/p',
+    'role_path': '/r', 'confirm': 'yes', 'single_spark_host': 'spark-1', 'http_proxy': 'http://proxy:3128',
+    'hf_token': 'x', 'nvidia_driver_version': '580', 'trtllm': 1, 'trtllm_version': '1.3.0rc12', 'mpi_hosts': [],
+    'teardown': True, 'preflight': True, 'specs_dir': '/s', 'container_name': 'x',
+    '_private': 1, '__netplan_qsfp_addresses': ['x'], '__specdec_server': {},
+}
+
+
+@pytest.mark.parametrize('name', sorted(NOT_OURS))
+def test_not_ours_is_never_flagged(name):
+    assert check({name: NOT_OURS[name]}) == []
+
+
+def test_results_are_never_errors():
+    published = {
+        'netplan_qsfp_fabric': {'interfaces': ['enp1s0f1np1']},
+        'specdec_server_endpoint': 'http://10.0.0.21:8355',
+        'specdec_server_completion': 'Paris ...',
+        'specdec_server_state': {'running': True},
+        'trtllm_container_image_info': {'id': 'sha256:x'},
+    }
+    assert set(_settings.RESULTS) == set(published)
+    assert check(published) == []
+    # The caller's list replaces the default one.
+    assert check({'specdec_server_new_fact': 1}, results=['specdec_server_new_fact']) == []
+    assert check({'specdec_server_endpoint': 'x'}, results=()) != []
+
+
+# ---------------------------------------------------------------------------------------------
+# Secrets
+# ---------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize('name,secret', [
+    ('specdec_server_hf_token', True),
+    ('specdec_server_hftoken', True),
+    ('my_api_key', True),
+    ('vault_password', True),
+    ('ansible_become_pass_secret', True),
+    ('aws_secret_access_key', True),
+    ('registry_passphrase', True),
+    ('ssh_mesh_key_name', False),
+    ('specdec_container_host_key_dir', False),
+    ('vault_password_file', False),
+    ('specdec_server_tiktoken_base_url', False),
+    ('specdec_server_tiktoken_files', False),
+    ('specdec_server_max_num_tokens', False),
+    ('specdec_server_smoke_max_tokens', False),
+    ('specdec_server_port', False),
+])
+def test_looks_secret(name, secret):
+    assert _settings.looks_secret(name) is secret
+
+
+def test_ssh_mesh_key_name_is_shown():
+    assert check({'ssh_mesh_key_name': '../evil'})[0].startswith('ssh_mesh_key_name: "../evil" is not')
+
+
+@pytest.mark.parametrize('name,value', [
+    ('specdec_server_hf_token', SECRET_TOKEN + ' '),
+    ('specdec_server_hf_token', [SECRET_TOKEN]),
+    ('specdec_server_hf_token', {'token': SECRET_TOKEN}),
+    ('specdec_server_hf_tokn', SECRET_TOKEN),
+    ('specdec_server_hf_token_value', SECRET_TOKEN),
+    ('specdec_sever_hf_token', SECRET_TOKEN),
+    ('specdec_server_hf_token', True),
+])
+def test_secret_values_are_never_shown(name, value):
+    lines = check({name: value})
+    assert lines
+    assert_well_formed(lines)
+    assert not any(SECRET_TOKEN[:12] in line for line in lines), lines
+
+
+def test_secret_in_a_secret_named_option_of_a_spec():
+    specs = copy.deepcopy(SPECS)
+    specs['specdec_server']['specdec_server_registry_password'] = {'type': 'str', 'choices': ['a', 'b'],
+                                                                   'default': 'a'}
+    lines = _settings.check_settings({'specdec_server_registry_password': SECRET_TOKEN}, specs)
+    assert lines == ['specdec_server_registry_password: the value (hidden) is not one of a, b; set one of them.']
+
+
+# ---------------------------------------------------------------------------------------------
+# The management address and the fabric
+# ---------------------------------------------------------------------------------------------
+
+CONTEXT_CASES = [
+    ('default-subnets-hold-management', {}, {'ansible_host': '192.168.100.7', 'host': 'spark-a'},
+     'netplan_qsfp_link_subnets', 'netplan_qsfp_link_subnets: 192.168.100.0/24 contains the management address '
+     '192.168.100.7 of spark-a (ansible_host); addressing the fabric there would take the management address off '
+     'its network'),
+    ('set-subnets-hold-management', {'netplan_qsfp_link_subnets': ['10.0.0.0/16', '10.1.0.0/16']},
+     {'ansible_host': '10.0.0.21'}, 'netplan_qsfp_link_subnets', '10.0.0.0/16 contains the management address 10.0.0.21'),
+    ('single-subnet-holds-management', {'netplan_qsfp_scheme': 'single_subnet'}, {'ansible_host': '192.168.200.1'},
+     'netplan_qsfp_single_subnet', '192.168.200.0/24 contains the management address 192.168.200.1'),
+    ('addresses-hold-management', {'netplan_qsfp_addresses': ['10.0.0.50/24', '10.0.1.50/24']},
+     {'ansible_host': '10.0.0.21'}, 'netplan_qsfp_addresses', '10.0.0.0/24 contains the management address'),
+]
+
+
+@pytest.mark.parametrize('case_id,settings,context,option,fragment', CONTEXT_CASES, ids=[c[0] for c in CONTEXT_CASES])
+def test_management_address_case(case_id, settings, context, option, fragment):
+    lines = check(settings, context=context)
+    assert_well_formed(lines)
+    assert len(lines) == 1 and lines[0].startswith(option + ': ') and fragment in lines[0], lines
+
+
+def test_molecule_management_overlap_fault_is_caught():
+    settings = load_yaml('molecule', 'netplan_faults', 'vars', 'management_overlap.yml')
+    lines = check(settings, context={'ansible_host': '192.168.250.11', 'host': 'spark-1'})
+    assert len(lines) == 1 and 'contains the management address 192.168.250.11 of spark-1' in lines[0]
+
+
+@pytest.mark.parametrize('settings,context', [
+    ({}, {'ansible_host': '10.0.0.21'}),
+    ({}, {'ansible_host': 'spark-a.example.com'}),
+    ({}, {'ansible_host': 'fd00::21'}),
+    ({}, None),
+    # The subnets not in effect do not matter.
+    ({'netplan_qsfp_scheme': 'single_subnet', 'netplan_qsfp_link_subnets': ['10.0.0.0/24', '10.0.1.0/24']},
+     {'ansible_host': '10.0.0.21'}),
+    ({'netplan_qsfp_addresses': ['192.168.100.10/24', '192.168.101.10/24']}, {'ansible_host': '192.168.200.1'}),
+    # One Spark: netplan_qsfp does not run.
+    ({}, {'ansible_host': '192.168.100.7', 'topology': 'single_spark'}),
+])
+def test_management_address_elsewhere(settings, context):
+    assert check(settings, context=context) == []
+
+
+def test_a_bad_subnet_is_reported_once():
+    lines = check({'netplan_qsfp_link_subnets': ['192.168.100.5/24', '192.168.101.0/24']},
+                  context={'ansible_host': '192.168.100.7'})
+    assert lines == ['netplan_qsfp_link_subnets: "192.168.100.5/24" has host bits set; did you mean 192.168.100.0/24?']
+
+
+# ---------------------------------------------------------------------------------------------
+# Valid inventories give no errors
+# ---------------------------------------------------------------------------------------------
+
+def inventory_hosts(inventory):
+    """host -> variables, from a YAML inventory (all.vars, group vars, host vars; no precedence subtleties)."""
+    hosts = {}
+
+    def walk(group, inherited):
+        merged = dict(inherited, **(group.get('vars') or {}))
+        for host, host_vars in (group.get('hosts') or {}).items():
+            hosts.setdefault(host, {}).update(dict(merged, **(host_vars or {})))
+        for child in (group.get('children') or {}).values():
+            walk(child or {}, merged)
+
+    walk(inventory.get('all') or {}, {})
+    return hosts
+
+
+def fixture_inventories():
+    folder = os.path.join(COLLECTION_ROOT, 'tests', 'unit', 'fixtures', 'inventories')
+    return sorted(name for name in os.listdir(folder) if name.endswith('.yml'))
+
+
+@pytest.mark.parametrize('name', fixture_inventories())
+def test_unit_fixture_inventories_are_valid(name):
+    hosts = inventory_hosts(load_yaml('tests', 'unit', 'fixtures', 'inventories', name))
+    for host, host_vars in hosts.items():
+        assert check(host_vars, context={'ansible_host': host_vars.get('ansible_host'), 'host': host}) == [], host
+
+
+def test_lab_inventory_is_valid():
+    group_vars = load_yaml('inventories', 'lab', 'group_vars', 'spark_nodes.yml')
+    hosts = inventory_hosts(load_yaml('inventories', 'lab', 'hosts.yml'))
+    assert sorted(hosts) == ['spark-1', 'spark-2']
+    for host, host_vars in hosts.items():
+        settings = dict(group_vars, **host_vars)
+        context = {'ansible_host': settings['ansible_host'], 'host': host}
+        assert check(settings, context=context) == [], host
+        # As the caller gives them: templated (the token read from the lab's file, stripped).
+        settings['specdec_server_hf_token'] = 'hf_labAliceHasGatedAccess0123456789abcdef'
+        settings['lab_state_dir'] = '/work/main/.lab'
+        assert check(settings, context=context) == [], host
+
+
+def test_example_inventory_is_valid():
+    group_vars = load_yaml('inventories', 'example', 'group_vars', 'all.yml')
+    hosts = inventory_hosts(load_yaml('inventories', 'example', 'hosts.yml'))
+    assert sorted(hosts) == ['spark-a', 'spark-b']
+    for host, host_vars in hosts.items():
+        settings = dict(group_vars, **host_vars)
+        assert check(settings, context={'ansible_host': settings['ansible_host'], 'host': host}) == [], host
+
+
+def test_runbook_setups_are_valid():
+    base = {'trtllm_container_image': 'nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12'}
+    setups = [
+        {'specdec_server_method': 'eagle3', 'specdec_server_target_model': 'openai/gpt-oss-120b',
+         'specdec_server_draft_model': 'nvidia/gpt-oss-120b-Eagle3-long-context', 'specdec_server_max_draft_len': 5,
+         'specdec_server_tp_size': 1, 'specdec_server_port': 8000, 'specdec_server_host': 'localhost',
+         'specdec_server_max_batch_size': 1},
+        {'specdec_server_method': 'draft_target', 'specdec_server_target_model': 'nvidia/Llama-3.3-70B-Instruct-FP4',
+         'specdec_server_draft_model': 'nvidia/Llama-3.1-8B-Instruct-FP4', 'specdec_server_max_draft_len': 4,
+         'specdec_server_kv_cache_free_gpu_memory_fraction': 0.9},
+        {'specdec_server_preset': 'qwen3-235b-eagle3-tp2', 'specdec_server_target_model': 'nvidia/Qwen3-235B-A22B-FP4',
+         'specdec_server_draft_model': 'nvidia/Qwen3-235B-A22B-Eagle3', 'specdec_server_max_draft_len': 3,
+         'specdec_server_tp_size': 2, 'specdec_server_port': 8355, 'specdec_server_host': '0.0.0.0',
+         'specdec_server_max_num_tokens': 1024, 'netplan_qsfp_scheme': 'single_subnet'},
+    ]
+    for setup in setups:
+        assert check(dict(base, **setup), context={'ansible_host': '10.0.0.21'}) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# load_specs and helpers
+# ---------------------------------------------------------------------------------------------
+
+def test_load_specs_reads_every_role(tmp_path):
+    for role, options in (('alpha', {'alpha_x': {'type': 'int'}}), ('specdec_common', {'specdec_y': {'type': 'str'}})):
+        meta = tmp_path / 'roles' / role / 'meta'
+        meta.mkdir(parents=True)
+        (meta / 'argument_specs.yml').write_text(yaml.safe_dump({'argument_specs': {'main': {'options': options}}}))
+    (tmp_path / 'roles' / 'empty' / 'meta').mkdir(parents=True)
+    (tmp_path / 'roles' / 'empty' / 'meta' / 'argument_specs.yml').write_text('---\n')
+    specs = _settings.load_specs(str(tmp_path))
+    assert specs == {'alpha': {'alpha_x': {'type': 'int'}}, 'empty': {}, 'specdec_common': {'specdec_y': {'type': 'str'}}}
+    assert _settings.check_settings({'alpha_z': 1}, specs) == [
+        'alpha_z: not a setting of sparkops.specdec (it would be ignored); remove it, or see roles/alpha/README.md '
+        'for the settings.']
+    assert _settings.check_settings({'specdec_q': 1}, specs)[0].startswith('specdec_q: not a setting')
+    assert _settings.check_settings({'alpha_x': 'three'}, specs) == [
+        'alpha_x: "three" is not a whole number; set a whole number.']
+
+
+def test_load_specs_of_this_collection():
+    specs = _settings.load_specs(COLLECTION_ROOT)
+    assert {'docker_group', 'netplan_qsfp', 'ssh_mesh', 'trtllm_container', 'specdec_server'} <= set(specs)
+    assert all(isinstance(options, dict) and options for options in specs.values())
+
+
+@pytest.mark.parametrize('left,right,distance', [
+    ('', '', 0), ('abc', '', 3), ('kitten', 'sitting', 3), ('netplan_qfsp', 'netplan_qsfp', 2),
+    ('trtlm_container', 'trtllm_container', 1), ('sshmesh', 'ssh_mesh', 1), ('ssh_host', 'ssh_mesh', 3),
+])
+def test_levenshtein(left, right, distance):
+    assert _settings.levenshtein(left, right) == distance
+    assert _settings.levenshtein(right, left) == distance
