@@ -23,10 +23,14 @@ from pathlib import Path
 
 import pytest
 
-ENGINE_DIR = Path(__file__).resolve().parents[2] / "lab" / "images" / "engine"
+LAB_DIR = Path(__file__).resolve().parents[2] / "lab"
+ENGINE_DIR = LAB_DIR / "images" / "engine"
 SERVE = ENGINE_DIR / "trtllm-serve"
 LAUNCH = ENGINE_DIR / "trtllm-llmapi-launch"
 sys.path.insert(0, str(ENGINE_DIR))
+# The stand-in reads the image's TRT_LLM_VERSION at import; these tests choose it per
+# call (version=...) or per subprocess, and default to the unset case (1.3.0rc12).
+os.environ.pop("TRT_LLM_VERSION", None)
 
 import sparkops_standin as sis  # noqa: E402
 
@@ -73,7 +77,8 @@ def free_port():
 
 def clean_env(**extra):
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OMPI_COMM_WORLD", "PMIX_", "OMPI_MCA_orte"))}
+           if not k.startswith(("OMPI_COMM_WORLD", "PMIX_", "OMPI_MCA_orte"))
+           and k != "TRT_LLM_VERSION"}
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.update(extra)
     return env
@@ -573,6 +578,9 @@ def test_http_health_version_metrics(server):
     status, body = http_get(server.port, "/metrics")
     assert status == 200 and json.loads(body) == []
     assert http_get(server.port, "/nope")[0] == 404
+    # return_perf_metrics is not set: no Prometheus endpoint, as in trtllm-serve
+    status, body = http_get(server.port, "/prometheus/metrics")
+    assert status == 404 and json.loads(body) == {"detail": "Not Found"}
 
 
 def test_http_models(server):
@@ -591,8 +599,8 @@ def test_http_completion(server):
     assert data["object"] == "text_completion"
     assert data["system_fingerprint"] == "sparkops-lab-standin"
     text = data["choices"][0]["text"]
-    assert text.startswith("[sparkops lab stand-in, not TensorRT-LLM] Received "
-                           '"Explain speculative decoding".')
+    assert text.startswith("[sparkops lab stand-in, not TensorRT-LLM; stands in for "
+                           'trtllm-serve 1.3.0rc12] Received "Explain speculative decoding".')
     assert "decoding_type=Eagle, max_draft_len=5" in text
     assert f"draft={server.draft}" in text
     assert "tp_size=1" in text
@@ -804,3 +812,331 @@ def test_mpi_rank_missing_target_fails_everywhere(tmp_path):
     assert r.returncode != 0
     assert "[rank 0]: rank 1 (" in r.stderr
     assert "models--org--tiny" in r.stderr
+
+
+# --------------------------------------------------------------------------
+# TensorRT-LLM versions: one module, the version chosen by the image's
+# TRT_LLM_VERSION (1.3.0rc12 when unset, 1.4.0rc1)
+# --------------------------------------------------------------------------
+
+V13, V14 = "1.3.0rc12", "1.4.0rc1"
+
+
+def test_default_version_and_supported_versions_match_build_script():
+    assert sis.IMAGE_TRTLLM_VERSION == V13 and sis.VERSION_ERROR is None
+    assert sis.SUPPORTED_VERSIONS == (V13, V14) == tuple(sis.VERSION_PROFILES)
+    assert "TensorRT-LLM 1.3.0rc12" in sis.BANNER and "NOT TensorRT-LLM" in sis.BANNER
+    assert "TensorRT-LLM 1.4.0rc1" in sis.banner(V14)
+    # build-images.sh builds and saves one image per supported version
+    script = (LAB_DIR / "build-images.sh").read_text()
+    m = re.search(r'^engine_versions="([^"]*)"', script, re.M)
+    assert m and tuple(m.group(1).split()) == sis.SUPPORTED_VERSIONS
+    dockerfile = (ENGINE_DIR / "Dockerfile").read_text()
+    assert "ENV TRT_LLM_VERSION=${TRT_LLM_VERSION}" in dockerfile
+    assert 'org.opencontainers.image.version="${TRT_LLM_VERSION}-sparkops-lab-standin"' \
+        in dockerfile
+
+
+def _spec(draft, decoding_type, draft_key="speculative_model_dir", **extra):
+    spec = {"decoding_type": decoding_type, "max_draft_len": 3}
+    if draft_key:
+        spec[draft_key] = str(draft)
+    spec.update(extra)
+    return {"speculative_config": spec}
+
+
+@pytest.mark.parametrize("version,decoding_type,draft_key,field,deprecated", [
+    (V13, "Eagle", "speculative_model_dir", "speculative_model_dir", False),
+    (V13, "DraftTarget", "speculative_model_dir", "speculative_model_dir", False),
+    (V14, "Eagle3", "speculative_model", "speculative_model", False),
+    (V14, "Eagle3", "speculative_model_dir", "speculative_model", False),  # alias
+    (V14, "Eagle", "speculative_model", "speculative_model", True),
+    (V14, "Eagle", "speculative_model_dir", "speculative_model", True),
+    (V14, "Draft_Target", "speculative_model", "speculative_model", False),
+    (V14, "Draft_Target", "speculative_model_dir", "speculative_model", False),
+])
+def test_version_accepted_spellings(version, decoding_type, draft_key, field, deprecated,
+                                    models):
+    _unused, draft = models
+    warnings = []
+    out = sis.validate_extra_options(_spec(draft, decoding_type, draft_key), version=version,
+                                     warnings=warnings)
+    spec = out["speculative_config"]
+    assert spec["decoding_type"] == decoding_type
+    # normalized to the version's field name (the alias is not kept)
+    assert spec == {"decoding_type": decoding_type, "max_draft_len": 3, field: str(draft)}
+    assert sis.check_draft(spec, version=version) == str(draft)
+    if deprecated:
+        assert len(warnings) == 1
+        assert "'Eagle' is deprecated in TensorRT-LLM 1.4.0rc1: use 'Eagle3'" in warnings[0]
+        assert "#10124" in warnings[0]
+    else:
+        assert warnings == []
+
+
+@pytest.mark.parametrize("version", [V13, V14])
+def test_version_ngram_without_draft(version):
+    out = sis.validate_extra_options({"speculative_config": {
+        "decoding_type": "NGram", "max_draft_len": 2, "max_matching_ngram_size": 3}},
+        version=version)
+    assert sis.check_draft(out["speculative_config"], version=version) is None
+
+
+@pytest.mark.parametrize("version,data,needles", [
+    # 1.3.0rc12: today's behaviour; the newer spellings are rejected with a hint
+    (V13, "Eagle3", ["speculative_config.decoding_type: Value error, Invalid decoding type: "
+                     "Eagle3", "EAGLE-3 drafts are configured with decoding_type: Eagle in "
+                     "1.3.0rc12"]),
+    (V13, "Draft_Target", ["speculative_config.decoding_type: Value error, Invalid decoding "
+                           "type: Draft_Target", "decoding_type: DraftTarget in 1.3.0rc12"]),
+    (V13, "speculative_model", ["speculative_config.speculative_model: Extra inputs are not "
+                                "permitted", "names the draft speculative_model_dir", "#10099",
+                                "[type=extra_forbidden"]),
+    # 1.4.0rc1: discriminated union on decoding_type; DraftTarget is not a tag any more
+    (V14, "DraftTarget", ["speculative_config: Input tag 'DraftTarget' found using "
+                          "'decoding_type' does not match any of the expected tags: ",
+                          "'Draft_Target'", "decoding_type: Draft_Target in 1.4.0rc1",
+                          "[type=union_tag_invalid"]),
+    (V14, "both", ["speculative_config.speculative_model_dir: Extra inputs are not permitted "
+                   "(speculative_model_dir is the alias of speculative_model, which is also "
+                   "set: set only speculative_model)", "[type=extra_forbidden"]),
+    (V14, "no_draft", ["speculative_config.speculative_model: Field required: a draft model "
+                       "(speculative_model, or its alias speculative_model_dir) is required "
+                       "for Eagle3"]),
+    (V14, "no_decoding_type", ["speculative_config: Unable to extract tag using "
+                               "discriminator 'decoding_type' [type=union_tag_not_found"]),
+    (V14, "MTP", ["decoding type MTP is valid in TensorRT-LLM 1.4.0rc1 but not modelled"]),
+    (V14, "Medusa", ["Input tag 'Medusa' found using 'decoding_type'"]),
+])
+def test_version_rejected_spellings(version, data, needles, models):
+    _unused, draft = models
+    data = {
+        "Eagle3": _spec(draft, "Eagle3"),
+        "Draft_Target": _spec(draft, "Draft_Target"),
+        "speculative_model": _spec(draft, "Eagle", "speculative_model"),
+        "DraftTarget": _spec(draft, "DraftTarget", "speculative_model"),
+        "both": _spec(draft, "Eagle3", "speculative_model",
+                      speculative_model_dir=str(draft) + "-other"),
+        "no_draft": _spec(draft, "Eagle3", None),
+        "no_decoding_type": {"speculative_config": {"max_draft_len": 3,
+                                                    "speculative_model": str(draft)}},
+        "MTP": {"speculative_config": {"decoding_type": "MTP", "max_draft_len": 1}},
+        "Medusa": _spec(draft, "Medusa", "speculative_model"),
+    }[data]
+    with pytest.raises(sis.StandinError) as err:
+        sis.validate_extra_options(data, source="v.yaml", version=version)
+    msg = str(err.value)
+    assert f"for TorchLlmArgs (in v.yaml; TensorRT-LLM {version} stand-in)" in msg
+    for needle in needles:
+        assert needle in msg
+
+
+@pytest.mark.parametrize("version", [V13, V14])
+def test_version_return_perf_metrics_is_a_bool_field(version):
+    for raw, value in ((True, True), ("false", False), (0, False)):
+        out = sis.validate_extra_options({"return_perf_metrics": raw}, version=version)
+        assert out["return_perf_metrics"] is value
+    with pytest.raises(sis.StandinError, match="return_perf_metrics: Input should be a valid "
+                                               "boolean"):
+        sis.validate_extra_options({"return_perf_metrics": "sometimes"}, version=version)
+
+
+def test_v14_draft_hf_repo_id_from_cache_never_downloaded(tmp_path, monkeypatch):
+    """#10099: speculative_model may be an HF id; the stand-in only looks in the cache."""
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    snap = make_hf_cache(tmp_path / "hub", "nvidia/gpt-oss-120b-Eagle3-v3")
+    spec = sis.validate_extra_options(
+        _spec("nvidia/gpt-oss-120b-Eagle3-v3", "Eagle3", "speculative_model"),
+        version=V14)["speculative_config"]
+    assert sis.check_draft(spec, version=V14) == str(snap)
+    spec["speculative_model"] = "nvidia/absent-draft"
+    with pytest.raises(sis.StandinError) as err:
+        sis.check_draft(spec, version=V14)
+    assert "which TensorRT-LLM 1.4.0rc1 downloads" in str(err.value)
+    assert "draft model nvidia/absent-draft (revision main) is not in the Hugging Face cache" \
+        in str(err.value)
+    # 1.3.0rc12: speculative_model_dir is a directory, never a repo id
+    with pytest.raises(sis.StandinError, match="speculative_model_dir nvidia/x does not exist"):
+        sis.check_draft({"decoding_type": "Eagle", "max_draft_len": 3,
+                         "speculative_model_dir": "nvidia/x"}, version=V13)
+
+
+def runbook_eagle3_v14(draft, perf=None, draft_key="speculative_model", decoding_type="Eagle3"):
+    text = runbook_eagle(draft).replace("decoding_type: Eagle", f"decoding_type: {decoding_type}")
+    text = text.replace("speculative_model_dir:", f"{draft_key}:")
+    if perf is not None:
+        text += f"return_perf_metrics: {'true' if perf else 'false'}\n"
+    return text
+
+
+@needs_py
+def test_v14_process_deprecation_warning_and_banner(models, tmp_path):
+    target, draft = models
+    cfg = write(tmp_path, "e.yaml", runbook_eagle3_v14(draft, decoding_type="Eagle"))
+    # port 0 is never reached: the world-size check fails after validation
+    r = run_serve([str(target), "--config", str(cfg), "--tp_size", "2"],
+                  env=clean_env(TRT_LLM_VERSION=V14))
+    assert r.stdout.splitlines()[0] == sis.banner(V14)
+    assert ("[sparkops-lab] WARNING: speculative_config.decoding_type 'Eagle' is deprecated "
+            "in TensorRT-LLM 1.4.0rc1: use 'Eagle3'") in r.stderr
+    assert r.returncode == 1 and "MPI world size 1 does not match" in r.stderr
+
+
+@needs_py
+@pytest.mark.parametrize("version,text,needle", [
+    (V14, "DraftTarget", "Input tag 'DraftTarget' found using 'decoding_type'"),
+    (V13, "Draft_Target", "Invalid decoding type: Draft_Target"),
+    (V13, "Eagle3", "Invalid decoding type: Eagle3"),
+])
+def test_version_process_rejects_other_versions_spelling(version, text, needle, models,
+                                                         tmp_path):
+    target, draft = models
+    cfg = write(tmp_path, "d.yaml",
+                runbook_draft_target(draft).replace("DraftTarget", text))
+    r = run_serve([str(target), "--config", str(cfg)], env=clean_env(TRT_LLM_VERSION=version))
+    assert r.returncode == 1
+    assert needle in r.stderr
+    assert f"TensorRT-LLM {version} stand-in" in r.stderr
+
+
+@needs_py
+def test_v14_draft_target_needs_pytorch_backend(models, tmp_path):
+    target, draft = models
+    cfg = write(tmp_path, "d.yaml", runbook_draft_target(draft).replace(
+        "DraftTarget", "Draft_Target").replace("speculative_model_dir", "speculative_model"))
+    r = run_serve([str(target), "--config", str(cfg), "--backend", "tensorrt"],
+                  env=clean_env(TRT_LLM_VERSION=V14))
+    assert r.returncode == 1
+    assert ("speculative decoding Draft_Target supports only the pytorch backend in "
+            "TensorRT-LLM 1.4.0rc1, not --backend tensorrt") in r.stderr
+
+
+@needs_py
+def test_unsupported_version_refused(models):
+    target, _unused = models
+    r = run_serve([str(target)], env=clean_env(TRT_LLM_VERSION="1.5.0"))
+    assert r.returncode == 1
+    assert "TRT_LLM_VERSION='1.5.0': the sparkops lab stand-in models only TensorRT-LLM " \
+           "1.3.0rc12, 1.4.0rc1" in r.stderr
+
+
+@needs_py
+def test_llmapi_launch_names_the_version(tmp_path):
+    r = subprocess.run(check=False, args=[PY, str(LAUNCH), PY, "-c", "pass"],
+                       capture_output=True, text=True, timeout=30,
+                       env=clean_env(TRT_LLM_VERSION=V14))
+    assert r.returncode == 0
+    assert "stand-in for trtllm-llmapi-launch of TensorRT-LLM 1.4.0rc1 (NOT TensorRT-LLM)" \
+        in r.stderr
+
+
+def http_get_full(port, path, timeout=10):
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, resp.headers, resp.read()
+    finally:
+        conn.close()
+
+
+@pytest.fixture(scope="module", params=[V13, V14])
+def perf_server(request, tmp_path_factory):
+    """A server per version with return_perf_metrics: true, in that version's spelling."""
+    if PY is None:
+        pytest.skip("no python3 with yaml (Debian python3-yaml) to run the stand-in")
+    version = request.param
+    tmp = tmp_path_factory.mktemp("standin-perf")
+    target, draft = tmp / "target", tmp / "draft"
+    for d in (target, draft):
+        d.mkdir()
+        (d / "config.json").write_text("{}")
+    if version == V13:
+        text = runbook_eagle(draft) + "return_perf_metrics: true\n"
+    else:
+        text = runbook_eagle3_v14(draft, perf=True)
+    cfg = write(tmp, "perf.yaml", text)
+    port = free_port()
+    srv = Server([PY, str(SERVE), "serve", str(target), "--host", "127.0.0.1",
+                  "--port", str(port), "--config", str(cfg)], port, tmp,
+                 clean_env(SPARKOPS_STANDIN_LOAD_SECONDS="0.2", TRT_LLM_VERSION=version))
+    try:
+        srv.wait_healthy()
+        srv.version, srv.model, srv.draft = version, str(target), str(draft)
+        yield srv
+    finally:
+        srv.stop()
+
+
+def test_perf_server_prometheus_metrics_are_honest(perf_server):
+    srv = perf_server
+    status, headers, body = http_get_full(srv.port, "/prometheus/metrics")
+    assert status == 200
+    assert headers["content-type"].startswith("text/plain; version=0.0.4")
+    text = body.decode()
+    samples = [line for line in text.splitlines() if line and not line.startswith("#")]
+    assert len(samples) == 1
+    assert samples[0].startswith("sparkops_lab_standin_info{") and samples[0].endswith("} 1")
+    decoding_type = "Eagle" if srv.version == V13 else "Eagle3"
+    for label in (f'trtllm_version="{srv.version}"', 'standin_for="trtllm-serve"',
+                  f'decoding_type="{decoding_type}"', 'max_draft_len="5"',
+                  f'draft_model="{srv.draft}"'):
+        assert label in samples[0]
+    assert f"STAND-IN for trtllm-serve of TensorRT-LLM {srv.version}, NOT TensorRT-LLM" in text
+    assert "no performance metric" in text
+    # nothing a consumer could take for a measurement: no trtllm_* series at all
+    assert not re.search(r"^trtllm", text, re.M)
+
+
+def test_perf_server_version_banner_and_header(perf_server):
+    srv = perf_server
+    assert srv.stdout.splitlines()[0] == sis.banner(srv.version)
+    status, headers, body = http_get_full(srv.port, "/version")
+    assert status == 200
+    assert json.loads(body) == {"version": f"{srv.version}-sparkops-lab-standin"}
+    assert headers[sis.STANDIN_HEADER] == (f"trtllm-serve {srv.version} stand-in, "
+                                           "NOT TensorRT-LLM")
+    # error answers carry it too
+    status, headers, _body = http_get_full(srv.port, "/nope")
+    assert status == 404 and "NOT TensorRT-LLM" in headers[sis.STANDIN_HEADER]
+    _status, _headers, raw = http_post(srv.port, "/v1/chat/completions", {
+        "model": srv.model, "messages": [{"role": "user", "content": "which version?"}]})
+    content = json.loads(raw)["choices"][0]["message"]["content"]
+    assert content.startswith("[sparkops lab stand-in, not TensorRT-LLM; stands in for "
+                              f"trtllm-serve {srv.version}]")
+    decoding_type = "Eagle" if srv.version == V13 else "Eagle3"
+    assert f"decoding_type={decoding_type}, max_draft_len=5" in content
+
+
+@needs_py
+def test_v14_return_perf_metrics_false_no_prometheus(models, tmp_path):
+    target, draft = models
+    cfg = write(tmp_path, "p.yaml", runbook_eagle3_v14(draft, perf=False,
+                                                       draft_key="speculative_model_dir"))
+    port = free_port()
+    srv = Server([PY, str(SERVE), str(target), "--host", "127.0.0.1", "--port", str(port),
+                  "--config", str(cfg)], port, tmp_path,
+                 clean_env(SPARKOPS_STANDIN_LOAD_SECONDS="0.1", TRT_LLM_VERSION=V14))
+    try:
+        srv.wait_healthy()
+        status, body = http_get(port, "/prometheus/metrics")
+        assert status == 404 and json.loads(body) == {"detail": "Not Found"}
+        assert http_get(port, "/metrics") == (200, b"[]")
+    finally:
+        assert srv.stop() == 0
+
+
+@needs_mpi
+def test_mpi_ranks_on_different_versions_disagree(models, tmp_path):
+    target, _unused = models
+    port = str(free_port())
+    common = [PY_MPI, str(SERVE), str(target), "--tp_size", "2", "--host", "127.0.0.1",
+              "--port", port]
+    cmd = [MPIRUN, "--oversubscribe", "--bind-to", "none",
+           "-np", "1", "env", f"TRT_LLM_VERSION={V13}"] + common + \
+          [":", "-np", "1", "env", f"TRT_LLM_VERSION={V14}"] + common
+    r = subprocess.run(check=False, args=cmd, capture_output=True, text=True, timeout=120,
+                       env=mpi_env())
+    assert r.returncode != 0
+    assert "MPI ranks run different TensorRT-LLM versions (rank 0 (" in r.stderr
+    assert ") 1.4.0rc1): every node must run the same image" in r.stderr

@@ -3,9 +3,16 @@
 This module backs the ``trtllm-serve`` and ``trtllm-llmapi-launch`` stand-in
 scripts of the sparkops.specdec test lab image.  It does not load or run any
 model and it never reports a speed, latency or acceptance figure.  What it does
-is behave like the command line and HTTP surface of ``trtllm-serve`` from
-TensorRT-LLM 1.3.0rc12 closely enough that the collection's roles can be tested
-end to end without a GPU:
+is behave like the command line and HTTP surface of ``trtllm-serve`` from one
+TensorRT-LLM release closely enough that the collection's roles can be tested
+end to end without a GPU.
+
+Which release it stands in for is chosen when the image is built: the lab image
+sets ``ENV TRT_LLM_VERSION=<version>`` like the real release image does (its
+Dockerfile.multi release stage), and this module reads that variable.  Supported:
+``1.3.0rc12`` (the default when the variable is unset, e.g. in unit tests) and
+``1.4.0rc1``; the differences are in the VERSION_PROFILES table below.  Any other
+value makes trtllm-serve exit 1.  In both versions:
 
 * the click command line of ``tensorrt_llm/commands/serve.py`` (same option
   names and aliases; unknown options are usage errors, exit status 2);
@@ -24,6 +31,12 @@ end to end without a GPU:
   gets *connection refused* until the server is up, then ``200``.  The readiness
   log lines of the real server are printed ("Application startup complete.",
   "Uvicorn running on ...").
+* ``return_perf_metrics: true`` in the YAML adds ``GET /prometheus/metrics``
+  (404 otherwise, as in trtllm-serve).  It serves one info gauge,
+  ``sparkops_lab_standin_info``, that names the stand-in, the version and the
+  validated speculative configuration; none of the real server's counters or
+  gauges (``trtllm_*``) is emitted, so nothing can compute a speed or an
+  acceptance rate from a stand-in.
 
 Exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 1 for configuration or
 environment errors, 2 for command-line usage errors.
@@ -52,12 +65,39 @@ try:  # python3-yaml
 except ImportError:  # pragma: no cover - reported at run time
     yaml = None
 
-IMAGE_TRTLLM_VERSION = "1.3.0rc12"
-STANDIN_VERSION = IMAGE_TRTLLM_VERSION + "-sparkops-lab-standin"
+# The image's TensorRT-LLM version: the variable the real release image sets.
+VERSION_ENV = "TRT_LLM_VERSION"
+DEFAULT_TRTLLM_VERSION = "1.3.0rc12"
+SUPPORTED_VERSIONS = ("1.3.0rc12", "1.4.0rc1")  # keys of VERSION_PROFILES, below
 OWNER = "sparkops-lab-standin"
 FINGERPRINT = "sparkops-lab-standin"
-BANNER = ("[sparkops-lab] THIS IS A STAND-IN FOR trtllm-serve, NOT TensorRT-LLM: "
-          "no model is loaded or run")
+
+
+def _image_version():
+    """(version, error): the TensorRT-LLM version this process stands in for."""
+    raw = os.environ.get(VERSION_ENV, "").strip()
+    if not raw:
+        return DEFAULT_TRTLLM_VERSION, None
+    if raw not in SUPPORTED_VERSIONS:
+        return raw, (f"{VERSION_ENV}={raw!r}: the sparkops lab stand-in models only "
+                     f"TensorRT-LLM {', '.join(SUPPORTED_VERSIONS)}; rebuild the stand-in "
+                     "image with one of those (tests/lab/build-images.sh)")
+    return raw, None
+
+
+IMAGE_TRTLLM_VERSION, VERSION_ERROR = _image_version()
+STANDIN_VERSION = IMAGE_TRTLLM_VERSION + "-sparkops-lab-standin"
+
+
+def banner(version=None):
+    version = version or IMAGE_TRTLLM_VERSION
+    return (f"[sparkops-lab] THIS IS A STAND-IN FOR trtllm-serve of TensorRT-LLM {version}, "
+            "NOT TensorRT-LLM: no model is loaded or run")
+
+
+BANNER = banner()
+# Sent with every HTTP answer.
+STANDIN_HEADER = "x-sparkops-lab-standin"
 TAG = "[sparkops-lab]"
 LOAD_SECONDS_ENV = "SPARKOPS_STANDIN_LOAD_SECONDS"
 PROG = "trtllm-serve"
@@ -462,14 +502,23 @@ CUDA_GRAPH_CONFIG = Model("CudaGraphConfig", {
 })
 MOE_CONFIG = Model("MoeConfig", {"backend": STR})
 
-# The subset of TorchLlmArgs (TensorRT-LLM 1.3.0rc12) the stand-in knows.
-TOP_LEVEL = Model("TorchLlmArgs", {
+# ---------------------------------------------------------------------------
+# Per-version schema: the subset of TorchLlmArgs each stand-in version knows
+# ---------------------------------------------------------------------------
+
+# Top-level TorchLlmArgs keys, the same in both modelled versions.
+_TOP_LEVEL_FIELDS = {
     "enable_attention_dp": BOOL,
     "disable_overlap_scheduler": BOOL,
     "enable_autotuner": BOOL,
     "enable_chunked_prefill": BOOL,
     "print_iter_log": BOOL,
     "enable_iter_perf_stats": BOOL,
+    # BaseLlmArgs.return_perf_metrics: bool = False ("Return perf metrics.", status
+    # prototype) since 1.0, tensorrt_llm/llmapi/llm_args.py.  trtllm-serve serves
+    # /prometheus/metrics only when it is true (reference notes trtllm-versions-bench.md
+    # section 2.2); the stand-in serves an honest info gauge there (see Handler).
+    "return_perf_metrics": BOOL,
     "stream_interval": INT,
     "num_postprocess_workers": INT,
     "trust_remote_code": BOOL,
@@ -485,22 +534,133 @@ TOP_LEVEL = Model("TorchLlmArgs", {
     "cuda_graph_config": _opt(CUDA_GRAPH_CONFIG),
     "kv_cache_config": _opt(KV_CACHE_CONFIG),
     "speculative_config": None,  # validated by _check_speculative
-})
-
-_DECODING_BASE = {"max_draft_len": INT, "speculative_model_dir": STR,
-                  "max_total_draft_tokens": _opt(INT)}
-SPEC_CONFIGS = {
-    "Eagle": Model("EagleDecodingConfig", dict(_DECODING_BASE, eagle3_one_model=BOOL)),
-    "DraftTarget": Model("DraftTargetDecodingConfig", dict(_DECODING_BASE)),
-    "NGram": Model("NGramDecodingConfig", dict(
-        _DECODING_BASE, max_matching_ngram_size=INT, is_keep_all=BOOL,
-        is_use_oldest=BOOL, is_public_pool=BOOL)),
 }
-SPEC_NEEDS_DRAFT = {"Eagle", "DraftTarget"}
-# decoding_type values the real 1.3.0rc12 dispatcher knows but the stand-in does not model.
-SPEC_REAL_NOT_MODELLED = ["MTP", "Medusa", "Lookahead", "UserProvided", "AUTO"]
-# Backends each decoding type supports (TensorRT-LLM `supports_backend`).
-SPEC_BACKENDS = {"DraftTarget": {"pytorch"}, "NGram": {"pytorch"}}
+
+
+class VersionProfile:
+    """What one TensorRT-LLM release accepts in --extra_llm_api_options (modelled subset)."""
+
+    def __init__(self, version, spec_configs, draft_keys, needs_draft, backends,
+                 not_modelled, union, respelled=None, deprecated=None, extra_hints=None,
+                 draft_hub_ids=False):
+        self.version = version
+        self.top_level = Model("TorchLlmArgs", dict(_TOP_LEVEL_FIELDS))
+        self.spec_configs = spec_configs        # decoding_type -> Model
+        self.draft_keys = draft_keys            # (field name, aliases...) of the draft
+        self.draft_field = draft_keys[0]
+        self.needs_draft = needs_draft          # decoding types that need a draft model
+        self.backends = backends                # decoding_type -> backends (supports_backend)
+        self.not_modelled = not_modelled        # real decoding types the stand-in lacks
+        self.union = union                      # pydantic discriminated union on decoding_type
+        self.respelled = respelled or {}        # rejected spelling -> hint naming the right one
+        self.deprecated = deprecated or {}      # accepted spelling -> deprecation warning
+        self.extra_hints = extra_hints or {}    # unknown speculative_config key -> hint
+        self.draft_hub_ids = draft_hub_ids      # draft may be an HF repo id (#10099)
+
+
+def _spec_models(base, eagle_types, draft_target, ngram="NGram"):
+    eagle = dict(base, eagle3_one_model=BOOL)
+    out = {t: Model(cls, dict(eagle)) for t, cls in eagle_types}
+    out[draft_target] = Model("DraftTargetDecodingConfig", dict(base))
+    out[ngram] = Model("NGramDecodingConfig", dict(
+        base, max_matching_ngram_size=INT, is_keep_all=BOOL, is_use_oldest=BOOL,
+        is_public_pool=BOOL))
+    return out
+
+
+# Provenance of each rule, per version:
+#
+# 1.3.0rc12 (the image the DGX Spark playbook pins; unchanged from the first stand-in):
+#   * dispatch through DecodingBaseConfig.from_dict with the table {"MTP", "Medusa",
+#     "Eagle", "Lookahead", "NGram", "DraftTarget", "UserProvided", "AUTO"} (llm_args.py
+#     of the ~1.0 era; reference specdec-domain.md section 1.2);
+#   * YAML `decoding_type: Eagle` / `DraftTarget` + `speculative_model_dir`: the three
+#     runbook recipes of NVIDIA/dgx-spark-playbooks nvidia/speculative-decoding/README.md;
+#   * `Eagle3` and `Draft_Target` (the newer spellings) and `speculative_model` (the newer
+#     field, NVIDIA/TensorRT-LLM#10099) are rejected.  Whether the real 1.3.0rc12 already
+#     contains #10099/#10124 is not verified (reference trtllm-versions-bench.md section
+#     2.1: "exact first tag unverified"); the stand-in keeps the spelling the playbook uses.
+# 1.4.0rc1:
+#   * `decoding_type: Eagle3` (Eagle3DecodingConfig) introduced and `Eagle` deprecated for
+#     PyTorch by NVIDIA/TensorRT-LLM#10124; `Eagle` is still in the live decoding_type
+#     list of Sep 2026 (NVIDIA/TensorRT-LLM#18955), so it is accepted with a warning;
+#   * `speculative_model` replaces `speculative_model_dir`, which stays accepted through
+#     `validation_alias=AliasChoices("speculative_model", "speculative_model_dir")`
+#     (NVIDIA/TensorRT-LLM#10099, DecodingBaseConfig in tensorrt_llm/llmapi/llm_args.py).
+#     With both keys set pydantic takes `speculative_model` and reports the alias as
+#     "Extra inputs are not permitted" (StrictBaseModel, extra="forbid"; checked against
+#     pydantic 2.14); the stand-in says so and adds why.  The value may be an HF repo id
+#     that the real server downloads (#10099); the stand-in only looks in the HF cache;
+#   * `speculative_config` is a pydantic discriminated union on `decoding_type`
+#     (`SpeculativeConfig = Annotated[Union[...], Field(discriminator="decoding_type")]`)
+#     and DraftTargetDecodingConfig.decoding_type is `Literal["Draft_Target"]`
+#     (tensorrt_llm/llmapi/llm_args.py), so `DraftTarget` fails as union_tag_invalid;
+#   * DraftTargetDecodingConfig.supports_backend is pytorch or _autodeploy in llm_args.py,
+#     but AutoDeploy two-model speculation was removed in Apr 2026 (#13534): pytorch only;
+#     TrtLlmArgs.validate_speculative_config rejects Eagle3 on the TensorRT backend;
+#   * real-but-not-modelled decoding types: the Sep 2026 live list (#18955); the exact
+#     1.4.0rc1 membership is not verified (its API reference has DSparkDecodingConfig);
+#   * `eagle3_one_model` is still accepted: the 1.4.0rc1 API reference signature no longer
+#     shows it (reference specdec-domain.md section 1.2) but whether the field is gone or
+#     hidden is not verified (see also #17366, 2-model spec dec falls back to 1-model).
+_BASE_13 = {"max_draft_len": INT, "speculative_model_dir": STR,
+            "max_total_draft_tokens": _opt(INT)}
+_BASE_14 = {"max_draft_len": INT, "speculative_model": STR, "speculative_model_dir": STR,
+            "max_total_draft_tokens": _opt(INT)}
+
+VERSION_PROFILES = {
+    "1.3.0rc12": VersionProfile(
+        "1.3.0rc12",
+        spec_configs=_spec_models(_BASE_13, [("Eagle", "EagleDecodingConfig")], "DraftTarget"),
+        draft_keys=("speculative_model_dir",),
+        needs_draft={"Eagle", "DraftTarget"},
+        backends={"DraftTarget": {"pytorch"}, "NGram": {"pytorch"}},
+        not_modelled=["MTP", "Medusa", "Lookahead", "UserProvided", "AUTO"],
+        union=False,
+        respelled={
+            "Eagle3": "EAGLE-3 drafts are configured with decoding_type: Eagle in 1.3.0rc12 "
+                      "(Eagle3 is the spelling of newer releases)",
+            "Draft_Target": "Draft-Target is configured with decoding_type: DraftTarget in "
+                            "1.3.0rc12 (Draft_Target is the spelling of newer releases)",
+        },
+        extra_hints={
+            "speculative_model": "1.3.0rc12 names the draft speculative_model_dir; "
+                                 "speculative_model is the newer name (NVIDIA/TensorRT-LLM#10099)",
+        },
+    ),
+    "1.4.0rc1": VersionProfile(
+        "1.4.0rc1",
+        spec_configs=_spec_models(_BASE_14, [("Eagle3", "Eagle3DecodingConfig"),
+                                             ("Eagle", "EagleDecodingConfig")], "Draft_Target"),
+        draft_keys=("speculative_model", "speculative_model_dir"),
+        needs_draft={"Eagle3", "Eagle", "Draft_Target"},
+        backends={"Draft_Target": {"pytorch"}, "NGram": {"pytorch"},
+                  "Eagle3": {"pytorch", "_autodeploy"}},
+        not_modelled=["AUTO", "DFlash", "DSpark", "MTP", "PARD", "SA", "SaveState",
+                      "User_Provided"],
+        union=True,
+        respelled={
+            "DraftTarget": "Draft-Target is configured with decoding_type: Draft_Target in "
+                           "1.4.0rc1 (DraftTargetDecodingConfig.decoding_type is "
+                           "Literal['Draft_Target']; DraftTarget is the spelling of older "
+                           "releases)",
+        },
+        deprecated={
+            "Eagle": "speculative_config.decoding_type 'Eagle' is deprecated in TensorRT-LLM "
+                     "1.4.0rc1: use 'Eagle3' (NVIDIA/TensorRT-LLM#10124); 'Eagle' is still "
+                     "accepted",
+        },
+        draft_hub_ids=True,
+    ),
+}
+
+
+def profile(version=None):
+    version = version or IMAGE_TRTLLM_VERSION
+    if version not in VERSION_PROFILES:
+        raise StandinError(VERSION_ERROR or f"unsupported TensorRT-LLM version {version!r}")
+    return VERSION_PROFILES[version]
+
 
 # YAML key -> CLI dest, for "set in both places" warnings and effective values.
 YAML_OVER_CLI = ["max_batch_size", "max_num_tokens", "max_seq_len", "max_beam_width",
@@ -510,7 +670,37 @@ YAML_OVER_CLI = ["max_batch_size", "max_num_tokens", "max_seq_len", "max_beam_wi
 KV_FRACTION_DEFAULT = 0.9
 
 
-def _check_speculative(raw, val):
+def _decoding_type_error(prof, dtype, raw, loc, val):
+    known = list(prof.spec_configs) + prof.not_modelled
+    if dtype in prof.not_modelled:
+        val.add(loc + ["decoding_type"],
+                f"Value error, decoding type {dtype} is valid in TensorRT-LLM "
+                f"{prof.version} but not modelled by the sparkops lab stand-in "
+                f"(modelled: {', '.join(prof.spec_configs)})", "value_error", dtype)
+        return
+    hint = prof.respelled.get(dtype)
+    if prof.union:
+        # pydantic's discriminated-union errors (SpeculativeConfig in llm_args.py).
+        if dtype is None:
+            val.add(loc, "Unable to extract tag using discriminator 'decoding_type'",
+                    "union_tag_not_found", raw)
+            return
+        tags = ", ".join(f"'{t}'" for t in known)
+        msg = (f"Input tag '{dtype}' found using 'decoding_type' does not match any of the "
+               f"expected tags: {tags} (TensorRT-LLM {prof.version})")
+        if hint:
+            msg += ". " + hint
+        val.add(loc, msg, "union_tag_invalid", raw)
+        return
+    msg = (f"Value error, Invalid decoding type: {dtype}. "
+           f"'{dtype}' is not known to this image version (TensorRT-LLM "
+           f"{prof.version}); known decoding types: {', '.join(known)}")
+    if hint:
+        msg += ". " + hint
+    val.add(loc + ["decoding_type"], msg, "value_error", dtype)
+
+
+def _check_speculative(raw, val, prof, warnings):
     loc = ["speculative_config"]
     if raw is None:
         return None
@@ -519,46 +709,57 @@ def _check_speculative(raw, val):
                 "model_type", raw)
         return None
     dtype = raw.get("decoding_type")
-    if dtype not in SPEC_CONFIGS:
-        known = ", ".join(list(SPEC_CONFIGS) + SPEC_REAL_NOT_MODELLED)
-        if dtype in SPEC_REAL_NOT_MODELLED:
-            msg = (f"Value error, decoding type {dtype} is valid in TensorRT-LLM "
-                   f"{IMAGE_TRTLLM_VERSION} but not modelled by the sparkops lab stand-in "
-                   f"(modelled: {', '.join(SPEC_CONFIGS)})")
-        else:
-            msg = (f"Value error, Invalid decoding type: {dtype}. "
-                   f"'{dtype}' is not known to this image version (TensorRT-LLM "
-                   f"{IMAGE_TRTLLM_VERSION}); known decoding types: {known}")
-            if dtype == "Eagle3":
-                msg += (". EAGLE-3 drafts are configured with decoding_type: Eagle "
-                        f"in {IMAGE_TRTLLM_VERSION} (Eagle3 is the spelling of newer releases)")
-        val.add(loc + ["decoding_type"], msg, "value_error", dtype)
+    if not isinstance(dtype, str) or dtype not in prof.spec_configs:
+        _decoding_type_error(prof, dtype, raw, loc, val)
         return None
-    model = SPEC_CONFIGS[dtype]
+    if dtype in prof.deprecated:
+        warnings.append(prof.deprecated[dtype])
+    model = prof.spec_configs[dtype]
     body = {k: v for k, v in raw.items() if k != "decoding_type"}
+    field, aliases = prof.draft_keys[0], prof.draft_keys[1:]
+    for alias in aliases:
+        if field in body and alias in body:
+            # AliasChoices: the first choice wins and the other key is an extra input.
+            val.add(loc + [alias],
+                    f"Extra inputs are not permitted ({alias} is the alias of {field}, "
+                    f"which is also set: set only {field})", "extra_forbidden", body[alias])
+            del body[alias]
+    for key in body:
+        if key not in model.fields and key in prof.extra_hints:
+            val.add(loc + [key], f"Extra inputs are not permitted ({prof.extra_hints[key]})",
+                    "extra_forbidden", body[key])
+    body = {k: v for k, v in body.items() if k in model.fields or k not in prof.extra_hints}
     out = _check(model, body, loc, val)
     if out is None:
         return None
+    for alias in aliases:
+        if alias in out:
+            out[field] = out.pop(alias)
     if "max_draft_len" not in raw:
         val.add(loc + ["max_draft_len"], f"Field required ({dtype})", "missing", has_value=False)
     elif out.get("max_draft_len") is not None and out["max_draft_len"] <= 0:
         val.add(loc + ["max_draft_len"],
                 f"Value error, max_draft_len must be > 0, got {out['max_draft_len']}",
                 "value_error", raw["max_draft_len"])
-    if dtype in SPEC_NEEDS_DRAFT and raw.get("speculative_model_dir") in (None, ""):
-        val.add(loc + ["speculative_model_dir"],
-                f"Field required: a draft model directory is required for {dtype}",
+    if dtype in prof.needs_draft and all(raw.get(k) in (None, "") for k in prof.draft_keys):
+        what = ("a draft model directory" if not aliases else
+                f"a draft model ({field}, or its alias {', '.join(aliases)})")
+        val.add(loc + [field], f"Field required: {what} is required for {dtype}",
                 "missing", has_value=False)
     out["decoding_type"] = dtype
     return out
 
 
-def validate_extra_options(data, source="<yaml>"):
-    """Validate a parsed --extra_llm_api_options mapping.
+def validate_extra_options(data, source="<yaml>", version=None, warnings=None):
+    """Validate a parsed --extra_llm_api_options mapping against `version`'s schema.
 
-    Returns the normalized (coerced) dict.  Raises StandinError with a
+    `version` defaults to the image's (TRT_LLM_VERSION).  Returns the normalized
+    (coerced) dict; the draft is under the version's own field name.  Deprecation
+    warnings are appended to `warnings` when given.  Raises StandinError with a
     pydantic-like message listing every problem.
     """
+    prof = profile(version)
+    warnings = [] if warnings is None else warnings
     val = _V()
     if data is None:
         raise StandinError(
@@ -569,9 +770,10 @@ def validate_extra_options(data, source="<yaml>"):
             f"{source} must contain a YAML mapping of LLM API options, got "
             f"{type(data).__name__}")
     top = {k: v for k, v in data.items() if k != "speculative_config"}
-    out = _check(TOP_LEVEL, top, [], val) or {}
+    out = _check(prof.top_level, top, [], val) or {}
     if "speculative_config" in data:
-        out["speculative_config"] = _check_speculative(data["speculative_config"], val)
+        out["speculative_config"] = _check_speculative(data["speculative_config"], val, prof,
+                                                       warnings)
     kv = out.get("kv_cache_config") or {}
     frac = kv.get("free_gpu_memory_fraction")
     if frac is not None and not (0.0 < frac <= 1.0):
@@ -584,13 +786,14 @@ def validate_extra_options(data, source="<yaml>"):
     if val.errors:
         n = len(val.errors)
         lines = [f"{n} validation error{'s' if n != 1 else ''} for TorchLlmArgs "
-                 f"(in {source})"]
+                 f"(in {source}; TensorRT-LLM {prof.version} stand-in)"]
         lines += ["  " + e for e in val.errors]
-        if any("extra_forbidden" in e for e in val.errors):
+        # (keys the stand-in explains itself, like a known alias set twice, get no hint)
+        if any("Extra inputs are not permitted [type=extra_forbidden" in e for e in val.errors):
             lines.append(
                 "  (the lab stand-in knows the subset of TorchLlmArgs used by the DGX Spark "
-                f"runbooks; a key valid in the real TensorRT-LLM {IMAGE_TRTLLM_VERSION} "
-                "must be added to TOP_LEVEL/SPEC_CONFIGS in sparkops_standin.py)")
+                f"runbooks; a key valid in the real TensorRT-LLM {prof.version} "
+                "must be added to VERSION_PROFILES in sparkops_standin.py)")
         raise StandinError("\n".join(lines))
     return out
 
@@ -679,19 +882,19 @@ _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(/[A-Za-z0-9][A-Za-z0-9._-]*)
 _SHA = re.compile(r"^[0-9a-f]{40}$")
 
 
-def resolve_model(model, revision=None):
+def resolve_model(model, revision=None, what="target model"):
     """Return the local directory holding `model`'s config.json, or raise StandinError."""
     expanded = os.path.expanduser(model)
     looks_like_path = model.startswith(("/", "./", "../", "~")) or os.path.exists(expanded)
     if looks_like_path:
         if not os.path.isdir(expanded):
             raise StandinError(
-                f"target model directory {expanded} does not exist on {socket.gethostname()}; "
+                f"{what} directory {expanded} does not exist on {socket.gethostname()}; "
                 "download the model there first (e.g. `hf download ORG/NAME --local-dir "
                 f"{expanded}`) or pass an HF repo id that is in the HF cache")
         if not os.path.isfile(os.path.join(expanded, "config.json")):
             raise StandinError(
-                f"target model directory {expanded} has no config.json (searched "
+                f"{what} directory {expanded} has no config.json (searched "
                 f"{os.path.join(expanded, 'config.json')}); it is not a complete HF "
                 "checkpoint: re-run the download")
         return os.path.abspath(expanded)
@@ -716,26 +919,39 @@ def resolve_model(model, revision=None):
         if os.path.isfile(cfg):
             return snapshot
     raise StandinError(
-        f"target model {model} (revision {rev}) is not in the Hugging Face cache on "
+        f"{what} {model} (revision {rev}) is not in the Hugging Face cache on "
         f"{socket.gethostname()}: searched {', '.join(searched)} (cache {cache} from {how}). "
         "The stand-in, like an offline TensorRT-LLM container, never downloads: run "
         f"`hf download {model}` with HF_HOME/HF_HUB_CACHE pointing at the cache mounted "
         "into the container, or pass a local model directory")
 
 
-def check_draft(spec):
+def check_draft(spec, version=None):
     """Return the draft directory (or None when the decoding type has no draft)."""
-    if not spec or spec.get("decoding_type") not in SPEC_NEEDS_DRAFT:
+    prof = profile(version)
+    if not spec or spec.get("decoding_type") not in prof.needs_draft:
         return None
-    d = os.path.expanduser(spec["speculative_model_dir"])
+    key = prof.draft_field
+    raw = spec[key]
+    d = os.path.expanduser(raw)
+    looks_like_path = raw.startswith(("/", "./", "../", "~")) or os.path.exists(d)
+    if prof.draft_hub_ids and not looks_like_path and _REPO_ID.match(raw):
+        # NVIDIA/TensorRT-LLM#10099: an HF repo id is downloaded by the real server.
+        try:
+            return resolve_model(raw, what="draft model")
+        except StandinError as exc:
+            raise StandinError(
+                f"speculative_config.{key} {raw} is an HF repo id, which TensorRT-LLM "
+                f"{prof.version} downloads (NVIDIA/TensorRT-LLM#10099); the stand-in does "
+                f"not: {exc}")
     if not os.path.isdir(d):
         raise StandinError(
-            f"speculative_config.speculative_model_dir {d} does not exist on "
+            f"speculative_config.{key} {d} does not exist on "
             f"{socket.gethostname()}; download the draft model to that directory on every "
             "node first")
     if not os.path.isfile(os.path.join(d, "config.json")):
         raise StandinError(
-            f"speculative_config.speculative_model_dir {d} has no config.json (searched "
+            f"speculative_config.{key} {d} has no config.json (searched "
             f"{os.path.join(d, 'config.json')}); the draft checkpoint is incomplete")
     return os.path.abspath(d)
 
@@ -778,20 +994,29 @@ def prepare(argv):
     if not (0 <= opts["port"] <= 65535):
         problems.append(f"--port {opts['port']} is not a TCP port")
     p.extra = {}
+    prof = profile()
     src = opts["extra_llm_api_options"]
+    schema_warnings = []
     try:
         if src is not None:
-            p.extra = validate_extra_options(load_extra_options(src), source=src)
+            p.extra = validate_extra_options(load_extra_options(src), source=src,
+                                             warnings=schema_warnings)
     except StandinError as exc:
         problems.append(str(exc))
     p.eff, p.warnings = effective_settings(opts, given, p.extra, source=src or "<none>")
+    p.warnings[:0] = schema_warnings
     spec = p.eff.get("speculative_config")
-    if spec and p.eff["backend"] not in SPEC_BACKENDS.get(spec["decoding_type"], {p.eff["backend"]}):
+    backends = prof.backends.get(spec["decoding_type"]) if spec else None
+    if backends and p.eff["backend"] not in backends:
         problems.append(f"speculative decoding {spec['decoding_type']} supports only the "
-                        f"pytorch backend, not --backend {p.eff['backend']}")
-    if spec and spec["decoding_type"] == "NGram" and spec.get("speculative_model_dir"):
-        p.warnings.append("speculative_config.speculative_model_dir is ignored for NGram")
-    normalized = {"model": p.model, "options": opts, "extra_llm_api_options": p.extra}
+                        f"{' and '.join(sorted(backends))} backend"
+                        f"{'s' if len(backends) > 1 else ''} in TensorRT-LLM {prof.version}, "
+                        f"not --backend {p.eff['backend']}")
+    if spec and spec["decoding_type"] == "NGram" and spec.get(prof.draft_field):
+        p.warnings.append(f"speculative_config.{prof.draft_field} is ignored for NGram")
+    # The image version is part of the agreement: ranks on different images disagree.
+    normalized = {"model": p.model, "options": opts, "extra_llm_api_options": p.extra,
+                  "trtllm_version": prof.version}
     p.digest = hashlib.sha256(json.dumps(normalized, sort_keys=True, default=str)
                               .encode()).hexdigest()
     if not problems:
@@ -838,7 +1063,7 @@ def agree(p, world):
     mine = {"rank": world.rank, "host": host, "digest": p.digest,
             "error": p.error, "exit_code": p.exit_code,
             "target_found": p.model_path is not None,
-            "draft_found": p.draft_path is not None}
+            "draft_found": p.draft_path is not None, "version": IMAGE_TRTLLM_VERSION}
     if world.comm is not None:
         everyone = world.comm.allgather(mine)
     else:
@@ -864,6 +1089,11 @@ def agree(p, world):
                 f"use --tp_size/--pp_size whose product is the number of MPI ranks ({world.size})")
         return (f"MPI world size {world.size} does not match tp_size {tp} x pp_size {pp} "
                 f"(= {tp * pp}); {hint}"), 1
+    versions = {e["version"] for e in everyone}
+    if len(versions) > 1:
+        per_rank = "; ".join(f"rank {e['rank']} ({e['host']}) {e['version']}" for e in everyone)
+        return (f"MPI ranks run different TensorRT-LLM versions ({per_rank}): every node "
+                "must run the same image (TRT_LLM_VERSION)"), 1
     groups = {}
     for e in everyone:
         groups.setdefault(e["digest"], []).append(e)
@@ -895,7 +1125,12 @@ class ServeState:
         self.eff = p.eff
         self.world = world
         self.ready = threading.Event()
+        self.version = IMAGE_TRTLLM_VERSION
+        # return_perf_metrics is YAML-only (TorchLlmArgs field, no trtllm-serve flag).
+        self.perf_metrics = bool(p.extra.get("return_perf_metrics"))
         spec = p.eff.get("speculative_config")
+        self.spec = spec
+        self.draft_path = p.draft_path
         if spec:
             parts = [f"decoding_type={spec['decoding_type']}",
                      f"max_draft_len={spec['max_draft_len']}"]
@@ -926,8 +1161,39 @@ class ServeState:
         words = prompt_text.split()
         snippet = " ".join(words[:8]) + (" ..." if len(words) > 8 else "")
         snippet = snippet.replace('"', "'")
-        return (f'[sparkops lab stand-in, not TensorRT-LLM] Received "{snippet}". '
+        return (f"[sparkops lab stand-in, not TensorRT-LLM; stands in for trtllm-serve "
+                f'{self.version}] Received "{snippet}". '
                 f"{self.spec_summary}; {self.parallel_summary}.")
+
+    def prometheus_text(self):
+        """Prometheus exposition for /prometheus/metrics (return_perf_metrics: true).
+
+        Honest by construction: a single info gauge naming the stand-in, the version
+        it stands in for and the validated configuration.  None of trtllm-serve's own
+        metrics (trtllm_*: token counters, spec-decode acceptance, latencies) is
+        emitted, not even as zeros, so no speed or acceptance can be derived from it.
+        """
+        spec = self.spec or {}
+        labels = {
+            "standin_for": "trtllm-serve",
+            "trtllm_version": self.version,
+            "standin_version": self.version + "-sparkops-lab-standin",
+            "model": self.model_id,
+            "decoding_type": spec.get("decoding_type", ""),
+            "max_draft_len": str(spec.get("max_draft_len", "")),
+            "draft_model": self.draft_path or "",
+        }
+        body = ",".join(f'{k}="{_prom_escape(v)}"' for k, v in labels.items())
+        return (
+            "# HELP sparkops_lab_standin_info sparkops lab STAND-IN for trtllm-serve of "
+            f"TensorRT-LLM {self.version}, NOT TensorRT-LLM: no model runs, so no "
+            "performance metric (throughput, latency, acceptance) is reported.\n"
+            "# TYPE sparkops_lab_standin_info gauge\n"
+            f"sparkops_lab_standin_info{{{body}}} 1\n")
+
+
+def _prom_escape(value):
+    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
 class HttpError(Exception):
@@ -987,6 +1253,11 @@ class Handler(BaseHTTPRequestHandler):
         return self.server.standin
 
     # --- helpers -----------------------------------------------------------
+    def end_headers(self):
+        self.send_header(STANDIN_HEADER, f"trtllm-serve {self.st.version} stand-in, "
+                                         "NOT TensorRT-LLM")
+        super().end_headers()
+
     def _send(self, status, body=b"", ctype="application/json"):
         self.send_response(status)
         if body or ctype:
@@ -1023,7 +1294,8 @@ class Handler(BaseHTTPRequestHandler):
         return data
 
     # --- routing -----------------------------------------------------------
-    GET_ROUTES = {"/health", "/health_generate", "/version", "/v1/models", "/metrics"}
+    GET_ROUTES = {"/health", "/health_generate", "/version", "/v1/models", "/metrics",
+                  "/prometheus/metrics"}
     POST_ROUTES = {"/v1/completions", "/v1/chat/completions"}
 
     def do_GET(self):
@@ -1038,6 +1310,12 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(200, {"version": STANDIN_VERSION})
         if path == "/metrics":
             return self._json(200, [])
+        if path == "/prometheus/metrics":
+            # Mounted by trtllm-serve only with return_perf_metrics: true.
+            if not self.st.perf_metrics:
+                return self._json(404, {"detail": "Not Found"})
+            return self._send(200, self.st.prometheus_text().encode(),
+                              ctype="text/plain; version=0.0.4; charset=utf-8")
         if path == "/v1/models":
             return self._json(200, {"object": "list", "data": [{
                 "id": self.st.model_id, "object": "model",
@@ -1324,6 +1602,9 @@ def run_worker(world):
 def serve_cli(argv):
     _out(BANNER)
     _err(BANNER)
+    if VERSION_ERROR:
+        _err(f"{TAG} ERROR: {VERSION_ERROR}")
+        return 1
     try:
         p = prepare(argv)
     except SystemExit as exc:  # --help
