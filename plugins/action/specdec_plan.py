@@ -45,6 +45,19 @@ def _role_defaults():
     return out
 
 
+def _runtime_facts(hostvars, host):
+    """Names this run set on ``host`` (set_fact, register, gathered facts): results, not settings."""
+    manager = getattr(hostvars, "_variable_manager", None)
+    names = set()
+    for cache_name in ("_nonpersistent_fact_cache", "_fact_cache"):
+        cache = getattr(manager, cache_name, None)
+        try:
+            names.update((cache.get(host) or {}).keys())
+        except Exception:  # a fact cache plugin that cannot answer: no runtime names
+            continue
+    return names
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -69,6 +82,7 @@ class ActionModule(ActionBase):
         user = {}
         errors = []
         per_host = {}
+        addresses = {}
 
         if topology == "two_sparks":
             heads = list(groups.get("spark_head") or [])
@@ -84,7 +98,8 @@ class ActionModule(ActionBase):
                               "spark_head, pass -e single_spark_host=NAME, or use --limit." % ", ".join(play_hosts))
         for host in members:
             raw = hostvars.raw_get(host)
-            names = [k for k in raw.keys() if not k.startswith("ansible_")] if hasattr(raw, "keys") else []
+            runtime = _runtime_facts(hostvars, host)
+            names = [k for k in raw.keys() if not k.startswith("ansible_") and k not in runtime] if hasattr(raw, "keys") else []
             given = {}
             for name in names:
                 try:
@@ -92,7 +107,13 @@ class ActionModule(ActionBase):
                 except Exception as exc:  # an undefined variable inside a setting
                     errors.append("%s on %s: cannot be evaluated (%s); fix its value."
                                   % (name, host, to_text(exc).splitlines()[0][:200]))
-            context = {"host": host, "ansible_host": given.get("ansible_host") or raw.get("ansible_host")}
+            address = raw.get("ansible_host") if hasattr(raw, "get") else None
+            try:
+                address = hostvars[host].get("ansible_host") or address
+            except Exception:  # an unresolvable ansible_host is reported by the connection itself
+                pass
+            addresses[host] = address or host
+            context = {"host": host, "ansible_host": address, "topology": topology}
             for line in _settings.check_settings(given, specs, context=context):
                 per_host.setdefault(line, []).append(host)
             user[host] = given
@@ -117,7 +138,6 @@ class ActionModule(ActionBase):
                     errors.append("%s: differs between %s; a deployment has one value, set it once for the group "
                                   "(e.g. in group_vars/spark_nodes.yml)."
                                   % (name, ", ".join("%s (%s)" % (h, v) for h, v in values.items())))
-        addresses = {h: user.get(h, {}).get("ansible_host") or h for h in members}
         if topology == "two_sparks":
             for line in _plan.check_fabric(members, lambda h: dict(defaults, **user.get(h, {})), addresses):
                 if line not in errors:

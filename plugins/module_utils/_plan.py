@@ -673,7 +673,10 @@ def check_fabric(members, settings_of, management):
         if err:
             continue  # the per-setting checks name the bad setting
         for cidr in addrs:
-            iface = ipaddress.ip_interface(cidr)
+            try:
+                iface = ipaddress.ip_interface(cidr)
+            except ValueError:
+                continue  # the per-setting checks name the bad address
             if iface.ip == iface.network.network_address or iface.ip == iface.network.broadcast_address:
                 errors.append("netplan_qsfp_host_offset: %s gets %s, not a host address of %s; lower the offset or "
                               "use a larger subnet." % (host, iface.ip, iface.network))
