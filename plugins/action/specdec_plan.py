@@ -23,7 +23,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.sparkops.specdec.plugins.module_utils import _plan, _settings
 
 _ROLES_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "roles")
-_ARGS = frozenset(("topology", "commits", "image", "state", "server_running", "allow_restart"))
+_ARGS = frozenset(("topology", "commits", "downloads", "image", "state", "server_running", "probe", "allow_restart"))
 # Settings that must be the same on every member of a deployment (the server's and the shared
 # facts, and the image: TP=2 needs one config and one engine on every rank).
 _SAME_ON_ALL = ("specdec_", "trtllm_container_image", "trtllm_container_trtllm_version")
@@ -152,7 +152,13 @@ class ActionModule(ActionBase):
             if version is None:
                 errors.append("trtllm_container_trtllm_version: cannot tell the TensorRT-LLM version of %s (%s); set it "
                               "to the image's version, e.g. 1.3.0rc12." % (settings.get("trtllm_container_image"), source))
-        built = _plan.build_plan(dep, trtllm_version=version, version_source=source, commits=args.get("commits"),
+        commits = args.get("commits")
+        if args.get("downloads") is not None:
+            commits = _plan.commits_from_results(args["downloads"])
+        if args.get("probe") is not None:
+            probe = args["probe"] or {}
+            args["state"], args["server_running"] = _plan.parse_probe(probe.get("stdout"), probe.get("rc", 1))
+        built = _plan.build_plan(dep, trtllm_version=version, version_source=source, commits=commits,
                                  image_id=image.get("id"))
         # A setting already reported by the per-setting checks is not reported again by the plan.
         named = {e.split(":", 1)[0] for e in errors}

@@ -693,3 +693,39 @@ def check_fabric(members, settings_of, management):
                 except ValueError:
                     pass
     return sorted(set(errors), key=errors.index)
+
+
+# ---------------------------------------------------------------------------- run-time inputs
+def commits_from_results(results):
+    """repo id -> commit from hf_download results (direct, or async_status results whose
+    ``item`` chain leads back to the planned model). Results without a commit are skipped."""
+    out = {}
+    for res in results or []:
+        if not isinstance(res, dict) or not res.get("commit"):
+            continue
+        item = res.get("item")
+        while isinstance(item, dict) and "repo" not in item:
+            item = item.get("item")
+        repo = item.get("repo") if isinstance(item, dict) else res.get("repo_id")
+        if repo:
+            out[repo] = res["commit"]
+    return out
+
+
+def parse_probe(stdout, rc):
+    """The head's probe (state file JSON, then a last line 'running' or 'stopped').
+
+    Returns ``(state, server_running)``; an absent container, an unreadable or non-JSON state
+    file gives an empty state, and anything but a last line 'running' means not running.
+    """
+    if rc != 0 or not stdout:
+        return {}, False
+    lines = stdout.rstrip("\n").split("\n")
+    running = lines[-1].strip() == "running"
+    try:
+        state = json.loads("\n".join(lines[:-1]) or "null") or {}
+    except ValueError:
+        state = {}
+    if not isinstance(state, dict) or state.get("schema_version") != SCHEMA_VERSION:
+        state = {}
+    return state, running

@@ -295,3 +295,23 @@ def test_fabric_addresses_and_checks():
     text = " ".join(_plan.check_fabric(["a", "b"], lambda h: {}, {"a": "192.168.100.50"}))
     assert "contains the management address 192.168.100.50" in text
     assert _plan.check_fabric(["a", "b"], lambda h: {}, {"a": "10.0.0.21", "b": "10.0.0.22"}) == []
+
+
+# ------------------------------------------------------------------ run-time inputs
+def test_commits_from_results_direct_and_async():
+    direct = [{"commit": "a" * 40, "item": {"repo": "org/t"}}, {"failed": True, "item": {"repo": "org/d"}}]
+    assert _plan.commits_from_results(direct) == {"org/t": "a" * 40}
+    nested = [{"commit": "b" * 40, "item": {"ansible_job_id": "1", "item": {"repo": "org/d"}}}]
+    assert _plan.commits_from_results(nested) == {"org/d": "b" * 40}
+
+
+def test_parse_probe():
+    plan = ok()
+    state = _state_for(plan)
+    import json
+    text = json.dumps(state, indent=2) + "\nrunning\n"
+    assert _plan.parse_probe(text, 0) == (state, True)
+    assert _plan.parse_probe("null\nstopped\n", 0) == ({}, False)
+    assert _plan.parse_probe("not json\nrunning\n", 0) == ({}, True)
+    assert _plan.parse_probe('{"schema_version": 99}\nrunning\n', 0) == ({}, True)
+    assert _plan.parse_probe("", 1) == ({}, False)
