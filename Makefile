@@ -71,7 +71,10 @@ molecule: lab-up  ## Molecule scenarios on the lab: two nodes, downloads, fault 
 	$(BIN)/molecule test -s netplan_faults
 	$(BIN)/molecule test -s preflight_faults
 	$(BIN)/molecule test -s server_faults
-	for m in eagle3 draft_target none; do SPECDEC_METHOD=$$m $(BIN)/molecule test -s single_node || exit 1; done
+	$(BIN)/molecule test -s trtllm_versions
+	SPECDEC_METHOD=eagle3 $(BIN)/molecule test -s single_node
+	SPECDEC_METHOD=draft_target TRTLLM_STANDIN=1.4.0rc1 $(BIN)/molecule test -s single_node
+	SPECDEC_METHOD=none $(BIN)/molecule test -s single_node
 
 test: lint sanity molecule units  ## everything CI runs (pytest last: its summary closes the run)
 

@@ -177,6 +177,7 @@ class ActionModule(ActionBase):
             decision = _plan.decide(args.get("state") or {}, plan, bool(args.get("server_running")),
                                     bool(args.get("allow_restart")))
             result["decision"] = decision
+            result["state_before"] = args.get("state") or {}
             now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
             result["state_after"] = _plan.new_state(plan, args.get("state") or {}, now)
             if decision["action"] == "refuse":

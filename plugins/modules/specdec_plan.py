@@ -154,6 +154,11 @@ decision:
   description: What to do with the server, C(action) (none, start, restart, refuse) and C(reason).
   returned: when O(server_running) and O(commits) are given
   type: dict
+state_before:
+  description: The deployment state file as read from the head before this run (empty when there was none); a failed
+    restart returns to its C(running) server.
+  returned: when RV(decision) is returned
+  type: dict
 state_after:
   description: The deployment state file content (schema_version 1) to write once the planned server serves.
   returned: when RV(decision) is returned

@@ -67,6 +67,10 @@ except ImportError:  # pragma: no cover - reported at run time
 
 # The image's TensorRT-LLM version: the variable the real release image sets.
 VERSION_ENV = "TRT_LLM_VERSION"
+# The version baked into the image at build time. Like the real image's installed tensorrt_llm
+# package it holds whatever the environment says: MPI ranks started over ssh (the peer's ranks)
+# do not inherit the container's ENV.
+VERSION_FILE = "/usr/local/lib/sparkops-standin/trtllm-version"
 DEFAULT_TRTLLM_VERSION = "1.3.0rc12"
 SUPPORTED_VERSIONS = ("1.3.0rc12", "1.4.0rc1")  # keys of VERSION_PROFILES, below
 OWNER = "sparkops-lab-standin"
@@ -75,7 +79,12 @@ FINGERPRINT = "sparkops-lab-standin"
 
 def _image_version():
     """(version, error): the TensorRT-LLM version this process stands in for."""
-    raw = os.environ.get(VERSION_ENV, "").strip()
+    raw = ""
+    try:
+        with open(VERSION_FILE, encoding="utf-8") as handle:
+            raw = handle.read().strip()
+    except OSError:
+        raw = os.environ.get(VERSION_ENV, "").strip()
     if not raw:
         return DEFAULT_TRTLLM_VERSION, None
     if raw not in SUPPORTED_VERSIONS:
