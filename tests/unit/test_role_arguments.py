@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 ROLES = pathlib.Path(__file__).resolve().parents[2] / "roles"
-ROLE_NAMES = sorted(p.name for p in ROLES.iterdir() if (p / "tasks" / "main.yml").exists())
+ROLE_NAMES = sorted(p.name for p in ROLES.iterdir() if (p / "defaults" / "main.yml").exists())
 
 
 def _load(path):
@@ -15,7 +15,7 @@ def _load(path):
 
 
 def test_all_roles_found():
-    assert ROLE_NAMES == ["docker_group", "netplan_qsfp", "specdec_server", "ssh_mesh", "trtllm_container"]
+    assert ROLE_NAMES == ["docker_group", "netplan_qsfp", "specdec_common", "specdec_server", "ssh_mesh", "trtllm_container"]
 
 
 @pytest.mark.parametrize("role", ROLE_NAMES)
@@ -24,7 +24,7 @@ def test_defaults_match_argument_specs(role):
     options = _load(ROLES / role / "meta" / "argument_specs.yml")["argument_specs"]["main"]["options"]
     assert set(defaults) == set(options)
     for name, spec in options.items():
-        assert name.startswith(role + "_"), name
+        assert name.startswith("specdec_" if role == "specdec_common" else role + "_"), name
         assert "type" in spec and spec.get("description"), name
         value = defaults[name]
         if "default" in spec:
