@@ -180,7 +180,8 @@ class ActionModule(ActionBase):
             result["state_before"] = args.get("state") or {}
             now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
             result["state_after"] = _plan.new_state(plan, args.get("state") or {}, now)
-            if decision["action"] == "refuse":
+            # Only the head acts on the decision; a worker does not report the head's refusal again.
+            if decision["action"] == "refuse" and me == plan["head"]:
                 result["failed"] = True
                 result["msg"] = ("specdec_server_allow_restart: the server of deployment %s on %s runs with another "
                                  "launch spec (%s); restarting it interrupts serving until the model is loaded again. "

@@ -11,19 +11,19 @@ module: specdec_plan
 short_description: Check a speculative-decoding deployment and plan its server (controller-side)
 version_added: 0.2.0
 description:
-  - An action plugin: it runs on the controller and contacts no host. It is the first task of every deployment
+  - An action plugin, run on the controller; it contacts no host. It is the first task of every deployment
     playbook (the inventory preflight) and of the C(specdec_server) role.
   - Maps the inventory to one deployment (id, member nodes, head, engine, image, preset, overrides). With
     O(topology=two_sparks) the members are the host of group C(spark_head) and the host of group C(spark_workers);
     with O(topology=single_spark) the one host of the play.
   - Checks every variable each member node was given (inventory, group and host vars, extra vars) against the
-    collection's roles (C(meta/argument_specs.yml)): unknown or misspelt names under every prefix, near-miss prefixes,
+    collection's roles (C(meta/argument_specs.yml)) for unknown or misspelt names under every prefix, near-miss prefixes,
     removed names (with the one that replaces them), types, choices, bounds, model ids, paths, IPv4 subnets. Then checks
-    the deployment as a whole: one value per setting on every member, method vs draft model vs topology, tensor
-    parallel size vs node count, settings given twice, fabric addresses unique and off the management network.
+    the deployment as a whole (one value per setting on every member, method vs draft model vs topology, tensor
+    parallel size vs node count, settings given twice, fabric addresses unique and off the management network).
   - Every problem is one line naming the setting, the problem and the fix; the task fails listing them, and nothing
     is changed on any host.
-  - Builds the plan (see RV(plan)): the C(extra-llm-api-config.yml) content with the key spelling of the image's
+  - Builds the plan (see RV(plan)), that is the C(extra-llm-api-config.yml) content with the key spelling of the image's
     TensorRT-LLM version, the C(trtllm-serve) argv, the rank environment, the models and revisions, the draft
     location, the port and the endpoint.
   - Given O(commits), the launch spec pins the exact downloaded revision (C(--revision <commit>)) and gets a
@@ -40,7 +40,7 @@ options:
     choices: [two_sparks, single_spark]
   image:
     description:
-      - Facts of the engine image as the C(trtllm_container) role publishes them (C(trtllm_container_image_info)):
+      - Facts of the engine image as the C(trtllm_container) role publishes them (C(trtllm_container_image_info)), that is
         C(id), C(env) (C(NAME=value) list), C(labels), C(package_version).
       - The TensorRT-LLM version, hence the key spelling, comes from C(trtllm_container_trtllm_version) if set, else
         the image's C(TRT_LLM_VERSION) environment (set by the release stage of TensorRT-LLM's C(docker/Dockerfile.multi)),
@@ -62,7 +62,7 @@ options:
 attributes:
   check_mode:
     support: full
-    description: Reads the inventory only; the same in check mode.
+    description: Reads the inventory only, the same in check mode.
   diff_mode:
     support: none
   action:
@@ -78,7 +78,7 @@ notes:
     cannot be told, and a running server with another launch spec without C(specdec_server_allow_restart).
 seealso:
   - name: TensorRT-LLM speculative decoding
-    description: decoding_type and speculative_model keys per release (NVIDIA/TensorRT-LLM#10099, #10124).
+    description: The decoding_type and speculative_model keys per release (NVIDIA/TensorRT-LLM#10099, #10124).
     link: https://nvidia.github.io/TensorRT-LLM/
 """
 
