@@ -1,0 +1,426 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+#
+# PRIVATE to this collection: this module_util is used only by
+# sparkops.specdec.netplan_fabric. It is not a public API; names and return
+# shapes may change in any release without notice.
+"""The QSFP fabric state machine of sparkops.specdec.netplan_fabric, as pure functions.
+
+No I/O here: the module reads the host (``ip -j addr show``, ``ip -j -4 route show default``,
+the netplan file, the checkpoint file) and runs commands; these functions decide.
+
+* ``render``: the netplan file (the same text the role's template wrote before 1.x, with
+  the "Managed by sparkops.specdec" mark). Format: netplan's YAML reference
+  (https://netplan.readthedocs.io/en/stable/netplan-yaml/: ``network.version: 2``,
+  ``ethernets.<name>.dhcp4``, ``ethernets.<name>.addresses``).
+* ``parse_links`` / ``pair_state``: the JSON of iproute2 ``ip -j addr show`` (``ifname``,
+  ``flags``, ``addr_info[].family/local/prefixlen``), the admin state being the ``UP`` flag.
+* ``management`` / ``guard``: which interface carries the Ansible connection, and whether the
+  selected pair or the planned subnets would touch it.
+* ``ip_actions``: what the live (``ip``) method adds, removes (stale addresses of our own
+  older configuration on the pair) and brings up.
+* ``restore_actions``: what a rollback does to get back to a checkpoint.
+
+Addresses of the pair are handled as ``"<interface> <address>/<prefix>"`` strings.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+
+MARK = "Managed by sparkops.specdec"
+CHECKPOINT_SCHEMA = 1
+# Checkpoint status values.
+APPLYING = "applying"
+APPLIED = "applied"
+FAILED = "failed"
+ROLLED_BACK = "rolled_back"
+ROLLBACK_INCOMPLETE = "rollback_incomplete"
+
+FIX = ("Fix: connect Ansible over the management NIC (not the QSFP fabric), choose the other port with "
+       "netplan_qsfp_port, or pick fabric subnets that do not overlap the management network "
+       "(netplan_qsfp_link_subnets, netplan_qsfp_single_subnet or netplan_qsfp_addresses).")
+
+
+class PlanError(ValueError):
+    """An input the plan cannot use; the message names the option and the fix."""
+
+
+# ---------------------------------------------------------------------------- addresses
+def check_addresses(interfaces, addresses):
+    """Validate the planned CIDRs (one per interface, IPv4 host addresses, distinct). Raises PlanError."""
+    if len(interfaces) != 2 or len(set(interfaces)) != 2:
+        raise PlanError("interfaces: needs the two logical interfaces of the cabled port (from "
+                        "sparkops.specdec.nccl_interface_info selected_interfaces), got %s." % list(interfaces))
+    if len(addresses) != len(interfaces):
+        raise PlanError("addresses: needs one address per interface (%d), got %s; set two CIDRs like "
+                        "192.168.100.10/24, or leave it empty to derive them from the scheme."
+                        % (len(interfaces), list(addresses)))
+    seen = set()
+    out = []
+    for cidr in addresses:
+        text = str(cidr)
+        if "/" not in text:
+            raise PlanError("addresses: %s has no prefix length; write it as ADDRESS/PREFIX, e.g. 192.168.100.10/24."
+                            % text)
+        try:
+            iface = ipaddress.IPv4Interface(text)
+        except ValueError:
+            raise PlanError("addresses: %s is not an IPv4 address with prefix, e.g. 192.168.100.10/24." % text)
+        net = iface.network
+        if net.prefixlen < 31 and iface.ip in (net.network_address, net.broadcast_address):
+            raise PlanError("addresses: %s is the network or broadcast address of %s, not a host address; lower "
+                            "the host offset or use a larger subnet." % (text, net))
+        if iface.ip in seen:
+            raise PlanError("addresses: %s is given twice; each logical interface needs its own address." % iface.ip)
+        seen.add(iface.ip)
+        out.append(str(iface))
+    return out
+
+
+def check_in_subnets(addresses, subnets, offset_option):
+    """Derived addresses must stay inside the subnet they were derived from (an offset past its end wraps
+    into the next subnet). Raises PlanError naming ``offset_option``."""
+    for cidr, subnet in zip(addresses, subnets):
+        try:
+            net = ipaddress.IPv4Network(str(subnet), strict=False)
+            inside = ipaddress.IPv4Interface(cidr).network == net
+        except ValueError:
+            raise PlanError("%s is not an IPv4 subnet, e.g. 192.168.100.0/24." % subnet)
+        if not inside:
+            raise PlanError("%s: the derived address %s lies outside its subnet %s; lower the offset, or use a "
+                            "larger subnet." % (offset_option, cidr.split("/", 1)[0], net))
+
+
+def pairs(interfaces, addresses):
+    """``["<interface> <cidr>", ...]`` for interface i -> address i."""
+    return ["%s %s" % (i, a) for i, a in zip(interfaces, addresses)]
+
+
+def split_pair(item):
+    """``"<interface> <cidr>"`` -> ``(interface, cidr)``."""
+    name, _, cidr = str(item).partition(" ")
+    return name, cidr
+
+
+# ---------------------------------------------------------------------------- netplan file
+def render(interfaces, addresses, port=None):
+    """The netplan file for the pair (byte-identical to the role's former 40-cx7.yaml.j2)."""
+    where = "port %s" % port if port is not None else "port"
+    lines = [
+        "# %s (netplan_qsfp role). Local edits are overwritten." % MARK,
+        "# ConnectX-7 QSFP %s: both logical interfaces of the cabled port." % where,
+        "network:",
+        "  version: 2",
+        "  ethernets:",
+    ]
+    for name, cidr in zip(interfaces, addresses):
+        lines += [
+            "    %s:" % name,
+            "      dhcp4: false",
+            "      addresses:",
+            "        - %s" % cidr,
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def is_ours(text):
+    """Whether a netplan file carries the mark of this collection."""
+    return text is not None and MARK in text
+
+
+def addresses_in_file(text):
+    """The ``"<interface> <cidr>"`` entries of a file written by ``render`` (its own format; [] otherwise).
+
+    Only files with the mark are read: their layout is fixed, so no YAML parser is needed on the node.
+    """
+    if not is_ours(text):
+        return []
+    out = []
+    current = None
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        indent = len(line) - len(line.lstrip(" "))
+        if indent == 4 and stripped.endswith(":"):
+            current = stripped[:-1].strip("'\"")
+        elif indent < 4:
+            current = None
+        elif current and stripped.startswith("- "):
+            value = stripped[2:].strip().strip("'\"")
+            try:
+                out.append("%s %s" % (current, ipaddress.IPv4Interface(value)))
+            except ValueError:
+                continue
+    return out
+
+
+def file_decision(existing, planned, take_over):
+    """What to do with the file: ``create``, ``update``, ``none`` (same content) or ``refuse`` (not ours).
+
+    ``existing`` is the current content (None when the file does not exist).
+    """
+    if existing is None:
+        return "create"
+    if existing == planned:
+        return "none"
+    if not is_ours(existing) and not take_over:
+        return "refuse"
+    return "update"
+
+
+def refuse_message(path):
+    return ("%s exists and was not written by sparkops.specdec (for example by the manual connect-two-sparks steps). "
+            "Move it aside, or set netplan_qsfp_take_over: true (module option take_over) to replace it (a timestamped "
+            "backup is kept next to it), or point netplan_qsfp_file (option path) to another file. Nothing was changed."
+            % path)
+
+
+# ---------------------------------------------------------------------------- links
+def parse_links(text):
+    """``ip -j addr show`` -> ``[{ifname, up, inet: [cidr], all: [address]}]``. Raises ValueError if not its JSON."""
+    try:
+        data = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise ValueError("`ip -j addr show` did not print JSON: %s" % exc)
+    if not isinstance(data, list):
+        raise ValueError("`ip -j addr show` printed JSON that is not a list of interfaces")
+    links = []
+    for link in data:
+        if not isinstance(link, dict) or not isinstance(link.get("ifname"), str):
+            continue
+        flags = link.get("flags") if isinstance(link.get("flags"), list) else []
+        inet, every = [], []
+        for info in link.get("addr_info") or []:
+            if not isinstance(info, dict):
+                continue
+            local, prefix = info.get("local"), info.get("prefixlen")
+            if not isinstance(local, str) or isinstance(prefix, bool) or not isinstance(prefix, int):
+                continue
+            every.append(local)
+            if info.get("family") == "inet":
+                try:
+                    value = str(ipaddress.IPv4Interface("%s/%d" % (local, prefix)))
+                except ValueError:
+                    continue
+                if value not in inet:
+                    inet.append(value)
+        links.append({"ifname": link["ifname"], "up": "UP" in flags, "inet": inet, "all": every})
+    return links
+
+
+def parse_default_route(text):
+    """``ip -j -4 route show default`` -> the interfaces of the default routes ([] when unparsable)."""
+    try:
+        data = json.loads(text or "[]")
+    except ValueError:
+        return []
+    if not isinstance(data, list):
+        return []
+    return sorted({r["dev"] for r in data if isinstance(r, dict) and isinstance(r.get("dev"), str)})
+
+
+def pair_state(links, interfaces):
+    """``{"up": [interface], "addresses": ["<interface> <cidr>"], "missing": [interface]}`` of the pair only."""
+    by_name = {link["ifname"]: link for link in links}
+    state = {"up": [], "addresses": [], "missing": []}
+    for name in interfaces:
+        link = by_name.get(name)
+        if link is None:
+            state["missing"].append(name)
+            continue
+        if link["up"]:
+            state["up"].append(name)
+        state["addresses"] += ["%s %s" % (name, cidr) for cidr in link["inet"]]
+    return state
+
+
+def same_pair_state(first, second):
+    return (sorted(first.get("addresses", [])) == sorted(second.get("addresses", []))
+            and sorted(first.get("up", [])) == sorted(second.get("up", [])))
+
+
+# ---------------------------------------------------------------------------- management guard
+def ssh_server_address(value):
+    """The server address of an E(SSH_CONNECTION) value (``client cport server sport``), or None."""
+    parts = str(value or "").split()
+    if len(parts) < 4:
+        return None
+    try:
+        return str(ipaddress.ip_address(parts[2].split("%", 1)[0]))
+    except ValueError:
+        return None
+
+
+def management(links, addresses, default_ifaces):
+    """The management connection: ``{addresses, interfaces, networks}``.
+
+    ``addresses``: candidate addresses of the connection (``ansible_host``, the server side of
+    E(SSH_CONNECTION)); names that are not IP addresses are ignored. The interfaces are those holding one of
+    them plus those of the default IPv4 route; the networks are every IPv4 subnet of those interfaces.
+    """
+    ips = []
+    for value in addresses:
+        try:
+            ip = str(ipaddress.ip_address(str(value).strip().split("%", 1)[0]))
+        except ValueError:
+            continue
+        if ip not in ips:
+            ips.append(ip)
+    ifaces = [link["ifname"] for link in links if set(link["all"]) & set(ips)]
+    ifaces += [d for d in default_ifaces if d not in ifaces]
+    networks = []
+    for link in links:
+        if link["ifname"] in ifaces:
+            for cidr in link["inet"]:
+                net = str(ipaddress.IPv4Interface(cidr).network)
+                if net not in networks:
+                    networks.append(net)
+    return {"addresses": ips, "interfaces": ifaces, "networks": networks}
+
+
+def guard(interfaces, addresses, mgmt):
+    """Problems (list of phrases, empty when safe) if the pair or the planned subnets touch the management connection."""
+    problems = []
+    inside = [i for i in interfaces if i in mgmt["interfaces"]]
+    if inside:
+        problems.append("the selected QSFP pair %s includes the management interface %s"
+                        % (", ".join(interfaces), ", ".join(inside)))
+    for cidr in addresses:
+        planned = ipaddress.IPv4Interface(cidr).network
+        for text in mgmt["networks"]:
+            net = ipaddress.IPv4Network(text)
+            if planned.overlaps(net):
+                problems.append("planned fabric subnet %s overlaps the management subnet %s" % (planned, net))
+        for text in mgmt["addresses"]:
+            ip = ipaddress.ip_address(text)
+            if ip.version == 4 and ip in planned and not any(ip in ipaddress.IPv4Network(n) for n in mgmt["networks"]):
+                problems.append("planned fabric subnet %s contains the management address %s" % (planned, ip))
+    return problems
+
+
+def guard_message(mgmt, problems):
+    """The one-line error of the guard."""
+    return ("netplan_qsfp stops before any change: the management connection (%s on %s, subnets %s) would be "
+            "touched: %s. %s" % (", ".join(mgmt["addresses"]) or "address unknown",
+                                  ", ".join(mgmt["interfaces"]) or "an unknown interface",
+                                  ", ".join(mgmt["networks"]) or "none", "; ".join(problems), FIX))
+
+
+# ---------------------------------------------------------------------------- live (ip) method
+def ours_before(previous_file, checkpoint):
+    """The ``"<interface> <cidr>"`` entries our own older configuration put on interfaces.
+
+    From the previous netplan file when it carries our mark, and from the last checkpoint's applied
+    addresses unless that checkpoint was rolled back.
+    """
+    out = list(addresses_in_file(previous_file))
+    if isinstance(checkpoint, dict) and checkpoint.get("status") in (APPLIED, APPLYING, FAILED):
+        for item in (checkpoint.get("applied") or {}).get("addresses") or []:
+            if item not in out:
+                out.append(item)
+    return out
+
+
+def ip_actions(before, planned, ours, interfaces):
+    """What the ``ip`` method does: ``{add, remove, up}``.
+
+    ``before``: ``pair_state`` read now; ``planned``: ``pairs(...)``; ``ours``: ``ours_before(...)``.
+    Removed: addresses on the pair that our own older configuration set and the plan no longer has.
+    Addresses someone else put on the pair are left alone.
+    """
+    present = before["addresses"]
+    add = [p for p in planned if p not in present]
+    remove = [p for p in present if p in ours and p not in planned and split_pair(p)[0] in interfaces]
+    up = [i for i in interfaces if i not in before["up"]]
+    return {"add": add, "remove": remove, "up": up}
+
+
+def after_ip(before, actions):
+    """The pair state once ``actions`` are done."""
+    addresses = [p for p in before["addresses"] if p not in actions["remove"]] + list(actions["add"])
+    up = list(before["up"]) + [i for i in actions["up"] if i not in before["up"]]
+    return {"up": up, "addresses": addresses}
+
+
+def no_actions(actions):
+    return not any(actions.get(k) for k in ("add", "remove", "up", "down"))
+
+
+# ---------------------------------------------------------------------------- checkpoint and rollback
+def new_checkpoint(cid, now, path, existing, pair_before, interfaces, apply, method):
+    """The checkpoint recorded before any change.
+
+    ``existing``: ``None`` (no file) or ``{content, owner, group, mode}`` of the current file.
+    """
+    return {
+        "schema": CHECKPOINT_SCHEMA,
+        "id": cid,
+        "created": now,
+        "status": APPLYING,
+        "path": path,
+        "file": {"existed": existing is not None, "content": (existing or {}).get("content"),
+                 "owner": (existing or {}).get("owner"), "group": (existing or {}).get("group"),
+                 "mode": (existing or {}).get("mode")},
+        "interfaces": list(interfaces),
+        "pair": {"up": list(pair_before["up"]), "addresses": list(pair_before["addresses"])},
+        "apply": bool(apply),
+        "method": method,
+        "file_changed": False,
+        "backup_file": None,
+        "netplan_applied": False,
+        "applied": {"addresses": []},
+    }
+
+
+def check_checkpoint(data, checkpoint_id=None):
+    """Problems with a checkpoint read from disk (empty when usable for a rollback)."""
+    if not isinstance(data, dict):
+        return ["the checkpoint is not a JSON object"]
+    problems = []
+    if data.get("schema") != CHECKPOINT_SCHEMA:
+        problems.append("checkpoint schema %r is not %d" % (data.get("schema"), CHECKPOINT_SCHEMA))
+    for key in ("id", "path", "file", "interfaces", "pair"):
+        if key not in data:
+            problems.append("the checkpoint has no %s" % key)
+    if checkpoint_id and data.get("id") != checkpoint_id:
+        problems.append("the checkpoint is %s, not %s (a later run replaced it)" % (data.get("id"), checkpoint_id))
+    return problems
+
+
+def restore_actions(checkpoint, current_content, current_pair):
+    """What a rollback does: ``{file, netplan_apply, add, remove, down, up, backup}``.
+
+    ``file``: ``restore`` (write the previous content back), ``remove`` (there was no file before),
+    or ``none``. ``current_content``: the file now (None when absent); ``current_pair``: ``pair_state`` now.
+    """
+    before_file = checkpoint["file"]
+    if before_file.get("existed"):
+        file_action = "none" if current_content == before_file.get("content") else "restore"
+    else:
+        file_action = "remove" if current_content is not None else "none"
+    want = checkpoint["pair"]
+    have = current_pair
+    return {
+        "file": file_action,
+        "attributes": bool(before_file.get("existed")),
+        "netplan_apply": bool(checkpoint.get("netplan_applied")),
+        "remove": [p for p in have["addresses"] if p not in want["addresses"]],
+        "add": [p for p in want["addresses"] if p not in have["addresses"]],
+        "down": [i for i in have["up"] if i not in want["up"]],
+        "up": [i for i in want["up"] if i not in have["up"]],
+        "backup": checkpoint.get("backup_file"),
+    }
+
+
+def file_outcome(checkpoint):
+    """How the rollback left the file, in words."""
+    if not checkpoint.get("file_changed"):
+        return "unchanged"
+    if checkpoint["file"].get("existed"):
+        return "restored to its previous content"
+    return "removed (there was none before)"
