@@ -101,7 +101,7 @@ def pairs(interfaces, addresses):
 
 def split_pair(item):
     """``"<interface> <cidr>"`` -> ``(interface, cidr)``."""
-    name, _, cidr = str(item).partition(" ")
+    name, dummy, cidr = str(item).partition(" ")
     return name, cidr
 
 
@@ -305,10 +305,10 @@ def guard(interfaces, addresses, mgmt):
 
 def guard_message(mgmt, problems):
     """The one-line error of the guard."""
+    where = (", ".join(mgmt["addresses"]) or "address unknown", ", ".join(mgmt["interfaces"]) or "an unknown interface",
+             ", ".join(mgmt["networks"]) or "none")
     return ("netplan_qsfp stops before any change: the management connection (%s on %s, subnets %s) would be "
-            "touched: %s. %s" % (", ".join(mgmt["addresses"]) or "address unknown",
-                                  ", ".join(mgmt["interfaces"]) or "an unknown interface",
-                                  ", ".join(mgmt["networks"]) or "none", "; ".join(problems), FIX))
+            "touched: %s. %s" % (where + ("; ".join(problems), FIX)))
 
 
 # ---------------------------------------------------------------------------- live (ip) method

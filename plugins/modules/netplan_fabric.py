@@ -298,17 +298,34 @@ management:
   returned: with O(state=present), also when the guard fails
   type: dict
   contains:
-    addresses: {description: Its addresses (IP values of O(management_addresses) and the E(SSH_CONNECTION) server)., type: list, elements: str}
-    interfaces: {description: Interfaces holding them, and those of the default route., type: list, elements: str}
-    networks: {description: IPv4 subnets of those interfaces., type: list, elements: str}
+    addresses:
+      description: Its addresses (IP values of O(management_addresses) and the E(SSH_CONNECTION) server).
+      type: list
+      elements: str
+    interfaces:
+      description: Interfaces holding them, and those of the default route.
+      type: list
+      elements: str
+    networks:
+      description: IPv4 subnets of those interfaces.
+      type: list
+      elements: str
 checkpoint:
   description: The checkpoint of this run.
   returned: always
   type: dict
   contains:
-    path: {description: O(checkpoint_path)., type: str}
-    id: {description: Id of the checkpoint written by this run; V(null) when the run wrote none (no change, or check mode)., type: str}
-    status: {description: V(applying), V(applied), V(failed), V(rolled_back) or V(rollback_incomplete)., type: str}
+    path:
+      description: O(checkpoint_path).
+      type: str
+    id:
+      description:
+        - Id of the checkpoint written by this run (O(state=present)) or rolled back (O(state=rollback)).
+        - V(null) when the run wrote none (no change, or check mode).
+      type: str
+    status:
+      description: V(applying), V(applied), V(failed), V(rolled_back) or V(rollback_incomplete).
+      type: str
 restored:
   description: Whether the file and the pair match the checkpoint after the rollback.
   returned: with O(state=rollback)
@@ -362,7 +379,7 @@ def _ssh_connection():
     if value:
         return value
     pid = os.getppid()
-    for _ in range(16):
+    for dummy in range(16):
         if pid <= 1:
             return None
         try:
@@ -558,13 +575,13 @@ class Fabric(object):
         result["file"] = decision
         result["file_changed"] = decision != "none"
 
-        previous, _ = self.read_checkpoint()
+        previous = self.read_checkpoint()[0]
         before = _netplan.pair_state(links, interfaces)
         planned = _netplan.pairs(interfaces, addresses)
         live = p["apply"] and p["apply_method"] == "ip"
         if live:
-            actions = _netplan.ip_actions(before, planned, _netplan.ours_before(existing and existing["content"],
-                                                                                 previous), interfaces)
+            ours = _netplan.ours_before(existing and existing["content"], previous)
+            actions = _netplan.ip_actions(before, planned, ours, interfaces)
         else:
             actions = {"add": [], "remove": [], "up": []}
         writes = decision in ("create", "update")
@@ -682,12 +699,13 @@ class Fabric(object):
         actions = {k: acts[k] for k in ("add", "remove", "up", "down")}
         result.update(changed=changed, file=acts["file"], actions=actions)
         if module._diff and acts["file"] != "none":
-            result["diff"] = {"before_header": path, "after_header": path, "before": _safe_text(current and current["content"]) or "",
+            result["diff"] = {"before_header": path, "after_header": path,
+                              "before": _safe_text(current and current["content"]) or "",
                               "after": _safe_text(before_file.get("content")) or ""}
         if module.check_mode:
-            module.exit_json(restored=None, pair_after=_netplan.after_ip(now_pair, {"add": acts["add"],
-                                                                                  "remove": acts["remove"],
-                                                                                  "up": acts["up"]}), **result)
+            planned_back = _netplan.after_ip(now_pair, {"add": acts["add"], "remove": acts["remove"], "up": acts["up"]})
+            planned_back["up"] = [i for i in planned_back["up"] if i not in acts["down"]]
+            module.exit_json(restored=None, pair_after=planned_back, **result)
         errors = []
         file_ok = True
         try:
