@@ -1,0 +1,80 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""PRIVATE filters of the ssh_mesh and trtllm_container roles (the logic is in module_utils/_container.py).
+
+- ``settings | sparkops.specdec.trtllm_container_spec``: the docker_container parameters of the engine container.
+- ``hostvars | sparkops.specdec.ssh_mesh_node(me, hosts, group, addresses, host_key_dir, key_name)``: this node's
+  mesh identity from its read (``__ssh_mesh_read``), after checking that every node of the group has the same
+  cluster user.
+- ``hostvars | sparkops.specdec.ssh_mesh_files(me, hosts, key_name, ssh_port)``: the marked blocks of this node's
+  ``~/.ssh`` and the peer addresses to verify, from every node's identity (``__ssh_mesh_node``) and the keys
+  created in this run (``__ssh_mesh_created``).
+
+A refusal fails the task that uses the filter, before the task changes anything, with a one-line message.
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container
+
+# The ssh_mesh role's registered read, published identity and created keys (of every node of the group).
+READ = "__ssh_mesh_read"
+NODE = "__ssh_mesh_node"
+CREATED = "__ssh_mesh_created"
+
+
+def _hostvar(hostvars, host, name):
+    try:
+        return hostvars[host][name]
+    except (KeyError, TypeError):
+        return None
+    except Exception:  # an undefined variable of another host (ansible-core raises its own error types)
+        return None
+
+
+def trtllm_container_spec(settings):
+    try:
+        return _container.container_spec(dict(settings))
+    except _container.ContainerError as exc:
+        raise AnsibleFilterError(str(exc)) from None
+
+
+def _read(hostvars, host):
+    """The ssh_mesh read of a host: the name=value lines of both parts of its loop, as a dict (None if it did not run)."""
+    read = _hostvar(hostvars, host, READ)
+    if not read or not read.get("results"):
+        return None
+    lines = [line for result in read["results"] for line in (result.get("stdout_lines") or [])]
+    return _container.parse_read(lines)
+
+
+def ssh_mesh_node(hostvars, me, hosts, group, addresses, host_key_dir, key_name):
+    try:
+        _container.same_user({h: (_read(hostvars, h) or {}).get("user") for h in hosts}, group)
+        return _container.mesh_node(_read(hostvars, me) or {}, me, addresses, host_key_dir, key_name)
+    except _container.MeshError as exc:
+        raise AnsibleFilterError(str(exc)) from None
+
+
+def ssh_mesh_files(hostvars, me, hosts, key_name, ssh_port):
+    nodes, pubs = {}, {}
+    for host in hosts:
+        node = _hostvar(hostvars, host, NODE)
+        if not node:
+            raise AnsibleFilterError("ssh_mesh: %s did not publish its mesh identity (not in this play?)." % host)
+        nodes[host] = node
+        created = _hostvar(hostvars, host, CREATED) or {}
+        pubs[host] = _container.node_pubs(node, created.get("results"))
+    return _container.mesh_files(me, nodes, pubs, key_name, ssh_port)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "trtllm_container_spec": trtllm_container_spec,
+            "ssh_mesh_node": ssh_mesh_node,
+            "ssh_mesh_files": ssh_mesh_files,
+        }

@@ -1,0 +1,78 @@
+# -*- coding: utf-8 -*-
+# Unit tests for the PRIVATE filters of plugins/filter/node_setup.py (ssh_mesh and trtllm_container roles): what they
+# read from hostvars and how a refusal becomes the task's error.
+
+from __future__ import annotations
+
+import pytest
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.sparkops.specdec.plugins.filter import node_setup
+
+HOSTS = ["spark-1", "spark-2"]
+
+
+def read(user="spark", home="/home/spark", n="1"):
+    """A registered two-part read (__ssh_mesh_read) of a warm node."""
+    return {"results": [
+        {"stdout_lines": ["user=%s" % user, "home=%s" % home, "ssh_dir=directory|700|%s|%s" % (user, user),
+                          "mesh_key=present", "mesh_pub=ssh-ed25519 AAAAmesh%s m" % n,
+                          "host_pub=ssh-ed25519 AAAAnode%s h" % n]},
+        {"stdout_lines": ["key_dir=directory|700|root|root", "container_key=present",
+                          "container_pub=ssh-ed25519 AAAAcont%s c" % n]},
+    ]}
+
+
+def test_filters_are_registered():
+    assert set(node_setup.FilterModule().filters()) == {"trtllm_container_spec", "ssh_mesh_node", "ssh_mesh_files"}
+
+
+def test_ssh_mesh_node_from_hostvars():
+    hostvars = {"spark-1": {"__ssh_mesh_read": read()}, "spark-2": {"__ssh_mesh_read": read(n="2")}}
+    out = node_setup.ssh_mesh_node(hostvars, "spark-2", HOSTS, "spark_nodes", ["192.168.100.11"],
+                                   "/etc/sparkops/trtllm-ssh", "id_ed25519_sparkops")
+    assert out["user"] == "spark" and out["addresses"] == ["192.168.100.11"]
+    assert out["pubs"]["host"] == "ssh-ed25519 AAAAnode2 h"
+    assert out["fix_dirs"] == [] and out["create_keys"] == []
+
+
+@pytest.mark.parametrize("hostvars, text", [
+    ({"spark-1": {"__ssh_mesh_read": read()}, "spark-2": {"__ssh_mesh_read": read(user="dgx")}},
+     "The cluster user differs between nodes (spark-1: spark, spark-2: dgx)"),
+    ({"spark-1": {"__ssh_mesh_read": read()}, "spark-2": {}}, "spark-2 of group spark_nodes did not run the mesh"),
+    ({"spark-1": {"__ssh_mesh_read": read()}}, "spark-2 of group spark_nodes did not run the mesh"),
+])
+def test_ssh_mesh_node_refusals_are_filter_errors(hostvars, text):
+    with pytest.raises(AnsibleFilterError) as err:
+        node_setup.ssh_mesh_node(hostvars, "spark-1", HOSTS, "spark_nodes", [], "/etc/k", "k")
+    assert text in str(err.value)
+
+
+def test_ssh_mesh_files_use_keys_created_in_this_run():
+    hostvars = {h: {"__ssh_mesh_read": read(n=h[-1])} for h in HOSTS}
+    for h in HOSTS:
+        hostvars[h]["__ssh_mesh_node"] = node_setup.ssh_mesh_node(
+            hostvars, h, HOSTS, "spark_nodes", ["10.0.0.%s" % h[-1]], "/etc/k", "k")
+    hostvars["spark-2"]["__ssh_mesh_created"] = {"results": [
+        {"item": {"role": "mesh"}, "stdout": "ssh-ed25519 AAAAfresh2 m"}]}
+    hostvars["spark-1"]["__ssh_mesh_created"] = {"skipped": True, "results": []}
+    out = node_setup.ssh_mesh_files(hostvars, "spark-1", HOSTS, "k", 2233)
+    files = {f["name"]: f["block"] for f in out["files"]}
+    assert files["authorized_keys"].splitlines() == ["ssh-ed25519 AAAAmesh1 m", "ssh-ed25519 AAAAfresh2 m"]
+    assert "[10.0.0.2]:2233 ssh-ed25519 AAAAcont2" in files["known_hosts_sparkops"]
+    assert out["peers"] == ["10.0.0.2"]
+
+
+def test_ssh_mesh_files_need_every_node():
+    with pytest.raises(AnsibleFilterError, match="spark-2 did not publish its mesh identity"):
+        node_setup.ssh_mesh_files({"spark-1": {"__ssh_mesh_node": {"addresses": []}}}, "spark-1", HOSTS, "k", 22)
+
+
+def test_trtllm_container_spec_refusal_is_a_filter_error():
+    with pytest.raises(AnsibleFilterError, match="A multi-node container needs trtllm_container_hostfile_hosts"):
+        node_setup.trtllm_container_spec({"multinode": True, "hostfile_hosts": [], "fabric_interfaces": []})
+    spec = node_setup.trtllm_container_spec({
+        "multinode": False, "name": "c", "image": "i", "state_dir": "/s", "hf_cache": "/h", "container_hf_cache_dir": "/r",
+        "entrypoint_sha1": "x"})
+    assert spec["command"] == ["bash", "/s/entrypoint.sh"]
