@@ -1,0 +1,103 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: engine_container
+short_description: Run the long-lived TensorRT-LLM container of a node, recreating a running one only with consent
+version_added: 0.2.0
+description:
+  - An action plugin, used by the C(trtllm_container) role. It runs M(community.docker.docker_container) with O(spec)
+    on the node, first in check mode (with its differences). When that would recreate or update a running container,
+    it fails naming what differs and changes nothing, unless O(allow_recreate).
+  - Then, except in check mode, it applies the spec, waits until the container's sshd listens on O(sshd_port), and
+    refreshes a kept container's copy of the deploy user's C(~/.ssh) (the entrypoint's C(sync-ssh); a new container
+    copies it at start).
+  - Publishes C(trtllm_container_image_info) from O(image), with the C(tensorrt_llm) package version read in the
+    container when the image names no TensorRT-LLM version (no C(TRT_LLM_VERSION), no
+    C(org.opencontainers.image.version) label) and O(trtllm_version) is empty.
+  - The modules it runs get the task's C(module_defaults) (for example C(docker_host) for the C(community.docker) group).
+author:
+  - sparkops maintainers (@sparkops)
+options:
+  spec:
+    description:
+      - Parameters of M(community.docker.docker_container), as the filter C(sparkops.specdec.trtllm_container_spec)
+        makes them from the role's settings; C(name), C(image) and C(command) (the entrypoint argv) are required.
+    type: dict
+    required: true
+  allow_recreate:
+    description: Consent to recreate (or update) a running container whose settings differ; that stops any server in it.
+    type: bool
+    default: false
+  image:
+    description: The image as C(docker image inspect) shows it (the C(image) result of M(community.docker.docker_image)).
+    type: dict
+    default: {}
+  trtllm_version:
+    description: The TensorRT-LLM version set by the inventory; when set, the package version is not read.
+    type: str
+    default: ""
+  sshd_port:
+    description: Port of the container's sshd (multi-node); V(0) for a container without sshd (no wait, no refresh).
+    type: int
+    default: 0
+  start_timeout:
+    description: Seconds to wait for the container's sshd.
+    type: int
+    default: 300
+attributes:
+  check_mode:
+    support: full
+    description: Reports what docker_container would do (and refuses the same way); no wait, no refresh.
+  diff_mode:
+    support: full
+  action:
+    support: full
+seealso:
+  - module: community.docker.docker_container
+"""
+
+EXAMPLES = r"""
+- name: Run the long-lived TensorRT-LLM container
+  sparkops.specdec.engine_container:
+    spec: "{{ settings | sparkops.specdec.trtllm_container_spec }}"
+    allow_recreate: "{{ trtllm_container_allow_recreate }}"
+    image: "{{ pulled.image }}"
+    sshd_port: 2233
+"""
+
+RETURN = r"""
+container:
+  description: The container as C(docker inspect) shows it (in check mode, as it is now; empty when there is none).
+  returned: success
+  type: dict
+actions:
+  description: What docker_container would do (check mode only).
+  returned: in check mode
+  type: list
+  elements: dict
+differences:
+  description: Names of the settings that differ from the running container.
+  returned: when the recreation is refused
+  type: list
+  elements: str
+ssh:
+  description: V(updated) or V(unchanged), the refresh of a kept container's C(~/.ssh).
+  returned: when O(sshd_port) is set, out of check mode, and the container was kept
+  type: str
+image_info:
+  description: The image facts, also set as the fact C(trtllm_container_image_info).
+  returned: success
+  type: dict
+  contains:
+    name: {description: The image reference., type: str}
+    id: {description: The image id (empty when the image is not there, e.g. in check mode)., type: str}
+    env: {description: The image's C(TRT_LLM_*) environment (C(NAME=value))., type: list, elements: str}
+    labels: {description: The image's labels., type: dict}
+    package_version: {description: The C(tensorrt_llm) package version read in the container, else empty., type: str}
+"""

@@ -1,0 +1,185 @@
+# -*- coding: utf-8 -*-
+# Unit tests for the action plugin sparkops.specdec.engine_container: the modules it runs on the node (scripted
+# results in place of _execute_module), in which check mode, and what it decides and returns.
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from ansible.errors import AnsibleActionFail
+
+from ansible_collections.sparkops.specdec.plugins.action import engine_container
+
+SPEC = {"name": "trtllm-multinode", "image": "img:1.3.0rc12", "state": "started",
+        "command": ["bash", "/var/lib/sparkops/specdec/entrypoint.sh"], "env": {"A": "1"}}
+RUNNING = {"Id": "c1", "State": {"Running": True}}
+RELEASE = {"Id": "sha256:abc", "Config": {"Env": ["TRT_LLM_VERSION=1.3.0rc12"], "Labels": {}}}
+UNNAMED = {"Id": "sha256:def", "Config": {"Env": ["PATH=/bin"], "Labels": {}}}
+
+
+class Node:
+    """Scripted module results, recording every call with the check and diff mode it ran in."""
+
+    def __init__(self, **results):
+        self.results = results
+        self.calls = []
+
+    def __call__(self, action):
+        def execute_module(module_name=None, module_args=None, task_vars=None, **_):
+            key = {engine_container.DOCKER_CONTAINER: "plan" if action._task.check_mode else "apply",
+                   engine_container.WAIT_FOR: "wait"}.get(module_name)
+            if module_name == engine_container.DOCKER_EXEC:
+                key = "sync" if module_args["argv"][-1] == "sync-ssh" else "version"
+            self.calls.append((key, bool(action._task.check_mode), bool(action._task.diff), module_args))
+            result = self.results[key]
+            return dict(result(module_args) if callable(result) else result)
+        return execute_module
+
+    def keys(self):
+        return [c[0] for c in self.calls]
+
+
+def run(node, check=False, diff=False, **args):
+    task = types.SimpleNamespace(args=dict({"spec": SPEC, "image": RELEASE, "sshd_port": 2233}, **args),
+                                 check_mode=check, diff=diff, async_val=0, action="sparkops.specdec.engine_container")
+    connection = types.SimpleNamespace(_shell=types.SimpleNamespace(tmpdir=None))
+    action = engine_container.ActionModule(task, connection, None, None, None, None)
+    action._execute_module = node(action)
+    action._remove_tmp_path = lambda *a, **k: None
+    return action.run(task_vars={}), task
+
+
+@pytest.fixture(autouse=True)
+def no_module_defaults(monkeypatch):
+    monkeypatch.setattr(engine_container, "_apply_action_arg_defaults", None)
+
+
+def test_warm_run_plans_waits_refreshes_and_publishes():
+    node = Node(plan={"changed": False, "container": RUNNING}, wait={"elapsed": 0},
+                sync={"rc": 0, "stdout": "ssh unchanged\n"})
+    result, task = run(node)
+    assert node.keys() == ["plan", "wait", "sync"]
+    plan_call = node.calls[0]
+    assert plan_call[1] is True and plan_call[2] is True and plan_call[3] == SPEC  # check mode, diff on, the spec as is
+    assert node.calls[1][3] == {"host": "127.0.0.1", "port": 2233, "timeout": 300}
+    assert node.calls[2][3] == {"container": "trtllm-multinode", "argv": SPEC["command"] + ["sync-ssh"]}
+    assert result["changed"] is False and result["ssh"] == "unchanged" and "diff" not in result
+    assert result["ansible_facts"]["trtllm_container_image_info"] == {
+        "name": "img:1.3.0rc12", "id": "sha256:abc", "env": ["TRT_LLM_VERSION=1.3.0rc12"], "labels": {},
+        "package_version": ""}
+    assert (task.check_mode, task.diff) == (False, False)  # restored
+
+
+def test_updated_keys_are_a_change():
+    node = Node(plan={"changed": False, "container": RUNNING}, wait={}, sync={"rc": 0, "stdout": "ssh updated\n"})
+    result, _ = run(node)
+    assert result["changed"] is True and result["ssh"] == "updated"
+
+
+def test_running_container_with_other_settings_is_refused_without_consent():
+    plan = {"changed": True, "container": RUNNING, "diff": {"before": {"env": ["A=0"]}, "after": {"env": ["A=1"]}}}
+    node = Node(plan=plan)
+    result, _ = run(node)
+    assert node.keys() == ["plan"]
+    assert result["failed"] is True and result["changed"] is False and result["differences"] == ["env"]
+    assert "trtllm_container_allow_recreate=true" in result["msg"]
+
+
+def test_consent_recreates_then_waits_without_refresh():
+    plan = {"changed": True, "container": RUNNING, "diff": {"before": {"env": 0}, "after": {"env": 1}}}
+    node = Node(plan=plan, apply={"changed": True, "container": {"Id": "c2"}, "diff": {"before": {}, "after": {}}},
+                wait={})
+    result, _ = run(node, diff=True, allow_recreate=True)
+    assert node.keys() == ["plan", "apply", "wait"]
+    assert node.calls[1][1] is False  # applied for real
+    assert result["changed"] is True and result["container"] == {"Id": "c2"} and "diff" in result
+
+
+def test_new_container_needs_no_consent():
+    node = Node(plan={"changed": True, "container": None}, apply={"changed": True, "container": {"Id": "c2"}}, wait={})
+    result, _ = run(node)
+    assert node.keys() == ["plan", "apply", "wait"] and result["changed"] is True
+
+
+def test_check_mode_reports_the_plan_only():
+    node = Node(plan={"changed": True, "container": None, "actions": [{"created": "x"}], "diff": {"before": {}, "after": {}}})
+    result, task = run(node, check=True)
+    assert node.keys() == ["plan"]
+    assert result["changed"] is True and result["actions"] == [{"created": "x"}] and "diff" not in result
+    assert result["ansible_facts"]["trtllm_container_image_info"]["id"] == "sha256:abc"
+    assert task.check_mode is True
+
+
+def test_check_mode_refuses_too():
+    node = Node(plan={"changed": True, "container": RUNNING})
+    result, _ = run(node, check=True)
+    assert result["failed"] is True
+
+
+def test_single_node_container_has_no_wait_no_refresh():
+    node = Node(plan={"changed": False, "container": RUNNING})
+    result, _ = run(node, sshd_port=0)
+    assert node.keys() == ["plan"] and "ssh" not in result
+
+
+def test_sshd_timeout_fails_with_the_port():
+    node = Node(plan={"changed": False, "container": RUNNING}, wait={"failed": True, "msg": "Timeout when waiting"})
+    result, _ = run(node, start_timeout=5)
+    assert result["failed"] is True
+    assert result["msg"].startswith("The sshd of container trtllm-multinode does not listen on 127.0.0.1:2233 after 5 s")
+
+
+def test_failed_refresh_fails():
+    node = Node(plan={"changed": False, "container": RUNNING}, wait={}, sync={"rc": 1, "stderr": "cp: denied"})
+    result, _ = run(node)
+    assert result["failed"] is True and "cp: denied" in result["msg"]
+
+
+def test_docker_errors_are_reported():
+    node = Node(plan={"failed": True, "msg": "Error connecting: docker.sock"})
+    result, _ = run(node)
+    assert result["failed"] is True and "Error connecting: docker.sock" in result["msg"]
+
+
+def test_package_version_is_read_out_of_check_mode_for_an_unnamed_image():
+    node = Node(plan={"changed": False, "container": RUNNING}, version={"rc": 0, "stdout": "1.3.0rc12\n"})
+    result, _ = run(node, image=UNNAMED, sshd_port=0)
+    assert node.keys() == ["plan", "version"] and node.calls[1][1] is False
+    assert node.calls[1][3]["argv"][0:2] == ["python3", "-c"]
+    assert result["image_info"]["package_version"] == "1.3.0rc12"
+
+
+@pytest.mark.parametrize("args, container, calls", [
+    ({"image": UNNAMED, "trtllm_version": "1.3.0rc12"}, RUNNING, ["plan"]),
+    ({"image": UNNAMED}, None, ["plan"]),  # check mode and no container yet: nothing to exec in
+])
+def test_package_version_not_read(args, container, calls):
+    node = Node(plan={"changed": True, "container": container})
+    result, _ = run(node, check=True, sshd_port=0, allow_recreate=True, **args)
+    assert node.keys() == calls and result["image_info"]["package_version"] == ""
+
+
+def test_failed_version_read_is_no_error():
+    node = Node(plan={"changed": False, "container": RUNNING}, version={"rc": 1, "stderr": "No module"})
+    result, _ = run(node, image=UNNAMED, sshd_port=0)
+    assert "failed" not in result and result["image_info"]["package_version"] == ""
+
+
+def test_spec_needs_name_and_image():
+    with pytest.raises(AnsibleActionFail):
+        run(Node(), spec={"name": "x"})
+
+
+def test_module_defaults_are_applied(monkeypatch):
+    seen = []
+
+    def defaults(name, task, args, templar):
+        seen.append(name)
+        return dict(args, docker_host="unix:///run/docker.sock")
+    monkeypatch.setattr(engine_container, "_apply_action_arg_defaults", defaults)
+    node = Node(plan={"changed": False, "container": RUNNING})
+    run(node, sshd_port=0)
+    assert seen == [engine_container.DOCKER_CONTAINER]
+    assert node.calls[0][3]["docker_host"] == "unix:///run/docker.sock"
