@@ -1,0 +1,579 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+#
+# PRIVATE to the sparkops.specdec collection: used only by the action plugin
+# sparkops.specdec.preflight_report. Not a public API; names and return shapes may change in
+# any release without notice.
+"""Tier-2 preflight of sparkops.specdec as pure functions (no Ansible, no I/O).
+
+``playbooks/preflight.yml`` only gathers raw facts on every node (one probe command, the
+``nccl_interface_info`` module, the ``hf_download`` check-mode results) and hands them to
+``build_checks``, which returns one entry per check and node: ``{id, node, status, message, fix}``
+with status ``pass``, ``warn``, ``fail`` or ``skip``. The comparisons across nodes, the disk and
+memory budgets, port ownership, image ids, hostfile vs fabric addresses and the NCCL environment
+are decided here; ``summary`` and ``verdict`` turn the entries into the printed summary and the
+play's verdict.
+
+Probe format (``parse_probe``): one line per command, ``NAME<TAB>RC<TAB>base64(stdout)<TAB>base64(stderr)``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import ipaddress
+import json
+import re
+
+from ansible_collections.sparkops.specdec.plugins.module_utils import _nccl, _settings
+
+STATUSES = ("pass", "warn", "fail", "skip")
+
+# Report order of the checks (per node). The two-node checks run only with topology two_sparks.
+CHECK_IDS = ("docker_nosudo", "gpu_runtime", "ports_free", "clock_sync", "hf_access", "same_user", "same_port",
+             "link_speed", "fabric_ips", "nccl_env", "same_image", "disk_space", "memory_budget", "mem_available")
+TWO_NODE_CHECKS = frozenset(("same_port", "link_speed", "fabric_ips", "nccl_env"))
+
+FIXES = {
+    "docker_nosudo": "Add the user to the docker group (role docker_group, or sudo usermod -aG docker $USER and log in "
+                     "again).",
+    "gpu_runtime": "Install the NVIDIA Container Toolkit (DGX OS ships it) and check: docker run --rm --gpus all %(image)s "
+                   "nvidia-smi",
+    "ports_free": "Stop that process, or set specdec_server_port / specdec_container_ssh_port to free ports.",
+    "clock_sync": "sudo timedatectl set-ntp true",
+    "hf_access": "Set a valid token (specdec_server_hf_token / HF_TOKEN) and request access to each gated repo on the "
+                 "Hub.",
+    "same_user": "Use the same user name on every Spark (MPI and the runbook need it): set ansible_user.",
+    "same_port": "Cable the same physical QSFP port on both Sparks (ibdev2netdev must show the same pair Up).",
+    "link_speed": "Check the cable; on a switch disable auto-negotiation and force 200G (ethtool must show Speed: "
+                  "200000Mb/s).",
+    "fabric_ips": "Re-run two_sparks.yml so the hostfile is rewritten from the addresses on the interfaces (ip addr).",
+    "nccl_env": "Recreate the container with the detected interfaces: two_sparks.yml -e "
+                "trtllm_container_allow_recreate=true.",
+    "same_image": "Pull or load the same image (by digest) on every node; trtllm_container_image should name a digest "
+                  "or a fixed tag.",
+    "disk_space": "Free disk space or move the HF cache (specdec_hf_cache_dir) to a larger filesystem.",
+    "memory_budget_tp1": "Use two Sparks (TP=2, two_sparks.yml) or a smaller/quantised model.",
+    "memory_budget": "Use a smaller model or lower max_num_tokens.",
+    "mem_available": "Drop the host page cache before loading (UMA): re-run preflight with -e preflight_drop_caches=true.",
+    "unreached": "Make the node reachable (SSH, and sudo for the port check) and re-run preflight.",
+}
+
+# Defaults of the preflight settings (the one table of the playbook settings).
+USABLE_MEMORY_BYTES = _settings.PLAYBOOK_SETTINGS["preflight_usable_memory_bytes"]["default"]
+MEMORY_RESERVE_BYTES = _settings.PLAYBOOK_SETTINGS["preflight_memory_reserve_bytes"]["default"]
+DISK_RESERVE_BYTES = _settings.PLAYBOOK_SETTINGS["preflight_disk_reserve_bytes"]["default"]
+# memory_budget: weights per node + reserve must fit in this share of the usable memory (tenths).
+MEMORY_SHARE_TENTHS = 9
+DEFAULT_HF_CACHE = "~/.cache/huggingface"
+# The NCCL/UCX/OpenMPI variables trtllm_container sets to the Up interfaces.
+INTERFACE_ENV = ("NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES", "OMPI_MCA_btl_tcp_if_include")
+
+_WS = re.compile(r"\s+")
+# ss -Hltnp: `LISTEN 0 5 127.0.0.1:8355 0.0.0.0:* users:(("python3",pid=123,fd=3))`
+_SS_USER = re.compile(r'\("(?P<name>[^"]*)",pid=(?P<pid>\d+)')
+
+
+def one_line(text):
+    """Every run of whitespace as one space, stripped."""
+    return _WS.sub(" ", str(text or "")).strip()
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing raw facts
+# ---------------------------------------------------------------------------------------------
+
+def _b64(text):
+    try:
+        return base64.b64decode(text or "", validate=True).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return ""
+
+
+def parse_probe(stdout):
+    """Probe output -> {name: {'rc': int, 'stdout': str, 'stderr': str}} (malformed lines are ignored).
+
+    stdout and stderr are stripped of trailing newlines (as the shell's ``$(...)`` does).
+    """
+    out = {}
+    for line in str(stdout or "").splitlines():
+        parts = line.split("\t")
+        if len(parts) != 4 or not parts[0] or not re.match(r"^-?\d+$", parts[1]):
+            continue
+        out[parts[0]] = {"rc": int(parts[1]), "stdout": _b64(parts[2]).rstrip("\n"), "stderr": _b64(parts[3]).rstrip("\n")}
+    return out
+
+
+def merge_probe(registered):
+    """A node's registered probe (a loop result, one item per part, or one plain result) -> its commands.
+
+    Returns {name: {'rc', 'stdout', 'stderr'}} plus ``'_errors'``: {part: message} for parts that could
+    not run at all (e.g. no sudo for the root part).
+    """
+    registered = registered or {}
+    results = registered.get("results") if isinstance(registered, dict) and "results" in registered else [registered]
+    merged = {"_errors": {}}
+    for result in results or []:
+        if not isinstance(result, dict):
+            continue
+        part = str(result.get("item", "probe"))
+        if result.get("skipped"):
+            continue
+        parsed = parse_probe(result.get("stdout"))
+        if not parsed and (result.get("failed") or result.get("unreachable") or result.get("rc", 0) != 0):
+            merged["_errors"][part] = one_line(result.get("msg") or result.get("stderr") or "the probe did not run")
+        merged.update(parsed)
+    return merged
+
+
+def parse_listeners(text):
+    """``ss -Hltnp`` output -> [(port, [(process name, pid), ...]), ...] in output order."""
+    out = []
+    for line in str(text or "").splitlines():
+        fields = line.split()
+        if len(fields) < 4:
+            continue
+        local = fields[3]
+        port = local.rsplit(":", 1)[-1] if ":" in local else ""
+        if not port.isdigit():
+            continue
+        users = [(m.group("name"), int(m.group("pid"))) for m in _SS_USER.finditer(line)]
+        out.append((int(port), users))
+    return out
+
+
+def parse_pids(text):
+    """``docker top NAME -eo pid`` output -> set of pids (the header line is skipped)."""
+    return {int(tok) for tok in str(text or "").split() if tok.isdigit()}
+
+
+def foreign_listeners(listeners, ours, ports):
+    """Listeners on ``ports`` whose processes are none of ``ours``: ["PORT NAME(pid PID)", ...], no duplicates."""
+    found = []
+    wanted = {int(p) for p in ports}
+    for port, users in listeners:
+        if port not in wanted or any(pid in ours for _name, pid in users):
+            continue
+        if users:
+            text = "%d %s(pid %d)" % (port, users[0][0], users[0][1])
+        else:
+            text = "%d (process not shown)" % port
+        if text not in found:
+            found.append(text)
+    return found
+
+
+def mem_available_bytes(meminfo):
+    """MemAvailable of /proc/meminfo in bytes, or None."""
+    m = re.search(r"^MemAvailable:\s+(\d+)\s*kB", str(meminfo or ""), re.MULTILINE)
+    return int(m.group(1)) * 1024 if m else None
+
+
+def parse_du(text):
+    """``du -b --max-depth=N DIR`` output -> {path: bytes}."""
+    out = {}
+    for line in str(text or "").splitlines():
+        size, _, path = line.partition("\t")
+        if size.strip().isdigit() and path:
+            out[path.rstrip("/")] = int(size)
+    return out
+
+
+def model_cache_dir(model):
+    """Where specdec_server puts a model of the plan under the HF cache: its local_dir, else hub/models--ORG--NAME."""
+    if model.get("local_dir"):
+        return str(model["local_dir"]).strip("/")
+    return "hub/models--" + str(model["repo"]).replace("/", "--")
+
+
+def bytes_in_cache(du, model):
+    """Bytes of a model already in the cache (0 when absent), from parse_du's map."""
+    rel = "/" + model_cache_dir(model)
+    for path, size in du.items():
+        if path.endswith(rel):
+            return size
+    return 0
+
+
+def hostfile_hosts(text):
+    """Hosts of an OpenMPI hostfile (comments and blank lines skipped; the first word of each line)."""
+    out = []
+    for line in str(text or "").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            out.append(line.split()[0])
+    return out
+
+
+def inspect_first(text):
+    """The first object of ``docker (container|image) inspect`` JSON output, or {}."""
+    try:
+        doc = json.loads(text or "[]")
+    except ValueError:
+        return {}
+    if isinstance(doc, list):
+        doc = doc[0] if doc else {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def image_id(text):
+    """``docker image inspect NAME`` -> the image id ("" when unknown)."""
+    return str(inspect_first(text).get("Id") or "")
+
+
+def container_env(text):
+    """``docker container inspect NAME`` -> its environment {NAME: value} (Config.Env)."""
+    items = (inspect_first(text).get("Config") or {}).get("Env") or []
+    out = {}
+    for item in items if isinstance(items, list) else []:
+        name, sep, value = str(item).partition("=")
+        if sep:
+            out[name] = value
+    return out
+
+
+def docker_runtimes(text):
+    """The runtimes of ``docker info`` (the ``Runtimes:`` line), e.g. ['io.containerd.runc.v2', 'runc']."""
+    for line in str(text or "").splitlines():
+        name, sep, value = line.strip().partition(":")
+        if sep and name == "Runtimes":
+            return value.split()
+    return []
+
+
+def has_nvidia_runtime(text):
+    """``docker info`` names an nvidia runtime."""
+    return any("nvidia" in name for name in docker_runtimes(text))
+
+
+def fabric_addresses(fabric):
+    """IPv4 addresses (no prefix) on the logical-1 netdev of each CX-7 port, from nccl_interface_info."""
+    out = []
+    for iface in (fabric or {}).get("interfaces") or []:
+        entry = _nccl.table_entry(iface.get("netdev"))
+        if not entry or entry[1] != 1:
+            continue
+        for cidr in iface.get("ipv4") or []:
+            try:
+                out.append(str(ipaddress.ip_interface(cidr).ip))
+            except ValueError:
+                continue
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The checks
+# ---------------------------------------------------------------------------------------------
+
+def _entry(check_id, node, status, message, fix):
+    return {"id": check_id, "node": node, "status": status, "message": message, "fix": fix}
+
+
+def _cmd(probe, name):
+    return probe.get(name) or {"rc": None, "stdout": "", "stderr": ""}
+
+
+def _missing(probe, name, part):
+    """Why a command of the probe has no result (its part could not run), or None."""
+    if name in probe:
+        return None
+    return (probe.get("_errors") or {}).get(part) or "the probe did not run %s" % name
+
+
+def hf_summary(hf_results, models):
+    """(bad messages, repos, sizes) of the hf_download check-mode results, in the plan's model order."""
+    bad, repos, sizes = [], [], []
+    for result in hf_results or []:
+        repo = ((result.get("item") or {}).get("repo")) if isinstance(result.get("item"), dict) else None
+        repos.append(repo or result.get("repo_id") or "?")
+        if result.get("failed"):
+            bad.append(one_line(result.get("msg") or "hf_download failed"))
+        sizes.append(int(result.get("bytes_total") or 0))
+    if not hf_results and models:
+        bad.append("no Hub answer for %s" % ", ".join(m["repo"] for m in models))
+    return bad, repos, sizes
+
+
+def _model_sizes(ctx):
+    """(unknown message or None, sizes per model, total, weights per node)."""
+    bad, _repos, sizes = hf_summary(ctx["hf_results"], ctx["models"])
+    total = sum(sizes)
+    if bad or total == 0:
+        return "skipped: model sizes unknown (hf_access failed)", sizes, total, 0
+    tp = max(int(ctx["tp_size"] or 1), 1)
+    per_node = 0
+    for model, size in zip(ctx["models"], sizes):
+        per_node += size // tp if model.get("role") == "target" else size
+    return None, sizes, total, per_node
+
+
+def check_docker_nosudo(node, probe, ctx):
+    cmd = _cmd(probe, "docker_ps")
+    if cmd["rc"] == 0:
+        return "pass", "docker ps works without sudo"
+    reason = one_line(cmd["stderr"]) or _missing(probe, "docker_ps", "user") or "rc=%s" % cmd["rc"]
+    return "fail", "docker ps failed: " + reason
+
+
+def check_gpu_runtime(node, probe, ctx):
+    if not ctx["gpus"].get(node, True):
+        return "skip", "skipped: this inventory has no GPU (trtllm_container_gpus: false)"
+    cmd = _cmd(probe, "runtimes")
+    if cmd["rc"] == 0 and has_nvidia_runtime(cmd["stdout"]):
+        return "pass", "Docker has the nvidia runtime"
+    if cmd["rc"] == 0:
+        return "fail", "Docker has no nvidia runtime: runtimes %s" % (", ".join(docker_runtimes(cmd["stdout"])) or "none")
+    reason = one_line(cmd["stderr"]) or _missing(probe, "runtimes", "user") or "rc=%s" % cmd["rc"]
+    return "fail", "Docker has no nvidia runtime: docker info failed: " + reason
+
+
+def check_ports_free(node, probe, ctx):
+    listen = _cmd(probe, "listen")
+    ports = (ctx["server_port"], ctx["ssh_port"])
+    if listen["rc"] != 0:
+        reason = one_line(listen["stderr"]) or _missing(probe, "listen", "root") or "rc=%s" % listen["rc"]
+        return "fail", "cannot list the listening ports (ss -Hltnp as root): " + reason
+    ours = parse_pids(_cmd(probe, "ours")["stdout"]) if _cmd(probe, "ours")["rc"] == 0 else set()
+    foreign = foreign_listeners(parse_listeners(listen["stdout"]), ours, ports)
+    if foreign:
+        return "fail", "taken by another process: " + "; ".join(foreign)
+    return "pass", "ports %s and %s are free or ours" % ports
+
+
+def check_clock_sync(node, probe, ctx):
+    cmd = _cmd(probe, "clock")
+    if cmd["rc"] != 0:
+        reason = one_line(cmd["stderr"]) or _missing(probe, "clock", "user") or "rc=%s" % cmd["rc"]
+        return "skip", "skipped: timedatectl cannot report NTP sync on this node (no systemd?): " + reason
+    value = cmd["stdout"].strip()
+    if value == "yes":
+        return "pass", "clock synchronised"
+    return "fail", ("clock not synchronised: timedatectl reports NTPSynchronized=%s (registry pulls fail with a Root CA "
+                    "error)" % value)
+
+
+def check_hf_access(node, probe, ctx):
+    bad, repos, _unused = hf_summary(ctx["hf_results"], ctx["models"])
+    if bad:
+        return "fail", " | ".join(bad)
+    return "pass", "token and access OK for " + ", ".join(repos)
+
+
+def check_same_user(node, probe, ctx):
+    users = []
+    for host in ctx["reached"]:
+        user = _cmd(ctx["probes"][host], "user")["stdout"].strip() or "?"
+        if user not in users:
+            users.append(user)
+    return ("pass" if len(users) == 1 else "fail"), "deploy user(s): " + ", ".join(users)
+
+
+def _port_of(fabric):
+    if not fabric or fabric.get("failed") or fabric.get("skipped"):
+        return None
+    return fabric.get("selected_port")
+
+
+def check_same_port(node, probe, ctx):
+    mine = ctx["fabric"].get(node) or {}
+    if mine.get("failed"):
+        return "fail", one_line(mine.get("msg")) or "nccl_interface_info failed"
+    by_node = [(h, _port_of(ctx["fabric"].get(h))) for h in ctx["reached"]]
+    ports = {p for _h, p in by_node}
+    text = "cabled port per node: " + ", ".join("%s: port %s" % (h, "unknown" if p is None else p) for h, p in by_node)
+    return ("pass" if len(ports) == 1 and None not in ports else "fail"), text
+
+
+def check_link_speed(node, probe, ctx):
+    fabric = ctx["fabric"].get(node) or {}
+    if fabric.get("failed") or not fabric.get("selected_interfaces"):
+        return "skip", "skipped: no cabled port detected on this node (see same_port)"
+    slow = [i for i in fabric.get("interfaces") or []
+            if i.get("netdev") in fabric["selected_interfaces"] and isinstance(i.get("speed_mbps"), int)
+            and not isinstance(i.get("speed_mbps"), bool) and i["speed_mbps"] < _nccl.EXPECTED_SPEED_MBPS]
+    if slow:
+        return "warn", "below %d Mb/s: %s at %s Mb/s" % (
+            _nccl.EXPECTED_SPEED_MBPS, ", ".join(i["netdev"] for i in slow), ", ".join(str(i["speed_mbps"]) for i in slow))
+    return "pass", "links at %d Mb/s" % _nccl.EXPECTED_SPEED_MBPS
+
+
+def check_fabric_ips(node, probe, ctx):
+    cmd = _cmd(probe, "hostfile")
+    if cmd["rc"] != 0:
+        return "skip", "skipped: no OpenMPI hostfile yet (not deployed)"
+    hosts = hostfile_hosts(cmd["stdout"])
+    node_ips = [ip for h in ctx["reached"] for ip in fabric_addresses(ctx["fabric"].get(h))]
+    ok = len(hosts) == len(ctx["hosts"]) and all(h in node_ips for h in hosts)
+    return ("pass" if ok else "fail"), "hostfile %s %s the fabric addresses %s" % (
+        ", ".join(hosts), "matches" if ok else "does not match", ", ".join(node_ips))
+
+
+def check_nccl_env(node, probe, ctx):
+    cmd = _cmd(probe, "env")
+    if cmd["rc"] != 0:
+        reason = one_line(cmd["stderr"]) or _missing(probe, "env", "user") or ""
+        return "skip", "skipped: cannot inspect container %s (not created yet, or Docker not usable): %s" % (
+            ctx["container"], reason)
+    env = container_env(cmd["stdout"])
+    want = (ctx["fabric"].get(node) or {}).get("nccl_socket_ifname") or ""
+    ok = bool(want) and all(env.get(name, "") == want for name in INTERFACE_ENV)
+    shown = ", ".join("%s=%s" % (name, env.get(name, "unset")) for name in INTERFACE_ENV)
+    return ("pass" if ok else "fail"), "container has %s; the Up interfaces are %s" % (shown, want or "unknown")
+
+
+def check_same_image(node, probe, ctx):
+    image = ctx["image"]
+    if _cmd(probe, "image")["rc"] != 0:
+        return "skip", "skipped: %s is not on this node yet (or Docker is not usable here)" % image
+    ids = [(h, image_id(_cmd(ctx["probes"][h], "image")["stdout"]) if _cmd(ctx["probes"][h], "image")["rc"] == 0 else "")
+           for h in ctx["hosts"] if h in ctx["probes"]]
+    ids += [(h, "") for h in ctx["hosts"] if h not in ctx["probes"]]
+    by_node = "image ids: " + ", ".join("%s=%s" % (h, i) for h, i in ids)
+    present = {i for _h, i in ids if i}
+    if len(present) > 1:
+        return "fail", "different images named %s: %s" % (image, by_node)
+    if any(not i for _h, i in ids):
+        return "skip", "skipped, not on every node yet: " + by_node
+    return "pass", by_node
+
+
+def check_disk_space(node, probe, ctx):
+    unknown, sizes, total, _per_node = _model_sizes(ctx)
+    if unknown:
+        return "skip", unknown
+    free_cmd = _cmd(probe, "disk_free")
+    free = free_cmd["stdout"].strip()
+    if free_cmd["rc"] != 0 or not free.isdigit():
+        reason = one_line(free_cmd["stderr"]) or _missing(probe, "disk_free", "user") or "no answer"
+        return "skip", "skipped: free disk space unknown (df): " + reason
+    free = int(free)
+    du = parse_du(_cmd(probe, "cache")["stdout"])
+    present = sum(min(bytes_in_cache(du, m), size) for m, size in zip(ctx["models"], sizes))
+    need = max(total - present, 0)
+    reserve = ctx["disk_reserve"]
+    fits = free >= need + reserve
+    return ("pass" if fits else "fail"), (
+        "%d bytes of models (%d already in the cache, %d to download) + %d bytes reserve (preflight_disk_reserve_bytes) "
+        "%s %d bytes free under %s" % (total, present, need, reserve, "fit in" if fits else "do not fit in", free,
+                                        ctx["hf_cache_dir"] or DEFAULT_HF_CACHE))
+
+
+def check_memory_budget(node, probe, ctx):
+    unknown, _unused, _total, per_node = _model_sizes(ctx)
+    if unknown:
+        return "skip", unknown
+    reserve, usable = ctx["memory_reserve"], ctx["usable_memory"]
+    fits = (per_node + reserve) * 10 <= usable * MEMORY_SHARE_TENTHS
+    return ("pass" if fits else "fail"), (
+        "weights per node %d bytes (target/tp_size %s + draft) + %d bytes reserve (preflight_memory_reserve_bytes) %s "
+        "90%% of %d usable bytes (preflight_usable_memory_bytes); the KV cache takes its fraction of what is left"
+        % (per_node, ctx["tp_size"], reserve, "fit in" if fits else "do not fit in", usable))
+
+
+def check_mem_available(node, probe, ctx):
+    unknown, _unused, _total, per_node = _model_sizes(ctx)
+    if unknown:
+        return "skip", unknown
+    avail = mem_available_bytes(_cmd(probe, "meminfo")["stdout"])
+    if avail is None:
+        reason = one_line(_cmd(probe, "meminfo")["stderr"]) or _missing(probe, "meminfo", "user") or "no MemAvailable"
+        return "skip", "skipped: MemAvailable unknown (/proc/meminfo): " + reason
+    reserve = ctx["memory_reserve"]
+    below = avail < per_node + reserve
+    return ("warn" if below else "pass"), (
+        "MemAvailable %d bytes %s %d bytes of weights + %d bytes reserve (preflight_memory_reserve_bytes)"
+        % (avail, "is below" if below else "covers", per_node, reserve))
+
+
+CHECKS = {
+    "docker_nosudo": check_docker_nosudo,
+    "gpu_runtime": check_gpu_runtime,
+    "ports_free": check_ports_free,
+    "clock_sync": check_clock_sync,
+    "hf_access": check_hf_access,
+    "same_user": check_same_user,
+    "same_port": check_same_port,
+    "link_speed": check_link_speed,
+    "fabric_ips": check_fabric_ips,
+    "nccl_env": check_nccl_env,
+    "same_image": check_same_image,
+    "disk_space": check_disk_space,
+    "memory_budget": check_memory_budget,
+    "mem_available": check_mem_available,
+}
+
+
+def _fix(check_id, ctx):
+    if check_id == "memory_budget" and int(ctx["tp_size"] or 1) == 1:
+        return FIXES["memory_budget_tp1"]
+    return FIXES[check_id].replace("%(image)s", str(ctx["image"]))
+
+
+def context(hosts, probes, fabric=None, hf_results=None, plan=None, settings=None):
+    """Normalise the inputs of build_checks (see there) into one dict."""
+    settings = dict(settings or {})
+    plan = plan or {}
+    inner = plan.get("plan") or {}
+    deployment = plan.get("deployment") or {}
+    reached = [h for h in hosts if h in (probes or {})]
+    return {
+        "hosts": list(hosts),
+        "reached": reached,
+        "probes": {h: probes[h] for h in reached},
+        "fabric": dict(fabric or {}),
+        "hf_results": list(hf_results or []),
+        "models": list(inner.get("models") or []),
+        "tp_size": inner.get("tp_size") or 1,
+        "server_port": inner.get("port"),
+        "image": deployment.get("image") or inner.get("image") or "",
+        "two": (deployment.get("topology") or inner.get("topology") or "two_sparks") == "two_sparks",
+        "container": settings.get("container", ""),
+        "ssh_port": settings.get("ssh_port"),
+        "hf_cache_dir": settings.get("hf_cache_dir") or "",
+        "gpus": dict(settings.get("gpus") or {}),
+        "usable_memory": int(settings.get("usable_memory_bytes", USABLE_MEMORY_BYTES)),
+        "memory_reserve": int(settings.get("memory_reserve_bytes", MEMORY_RESERVE_BYTES)),
+        "disk_reserve": int(settings.get("disk_reserve_bytes", DISK_RESERVE_BYTES)),
+    }
+
+
+def check_ids(two):
+    return [c for c in CHECK_IDS if two or c not in TWO_NODE_CHECKS]
+
+
+def build_checks(hosts, probes, fabric=None, hf_results=None, plan=None, settings=None):
+    """Every check on every node: a list of {id, node, status, message, fix}, node by node, in CHECK_IDS order.
+
+    hosts: the play's nodes, in order. probes: host -> merge_probe() of the node's probe (a host without an
+    entry was not reached: each of its checks fails saying so). fabric: host -> the nccl_interface_info result.
+    hf_results: the hf_download check-mode loop results, in the plan's model order. plan: the registered
+    specdec_plan result (``plan.models``, ``plan.port``, ``plan.tp_size``; ``deployment.image``,
+    ``deployment.topology``). settings: container, ssh_port, hf_cache_dir, gpus (host -> bool),
+    usable_memory_bytes, memory_reserve_bytes, disk_reserve_bytes.
+    """
+    ctx = context(hosts, probes, fabric, hf_results, plan, settings)
+    entries = []
+    for node in ctx["hosts"]:
+        for check_id in check_ids(ctx["two"]):
+            if node not in ctx["probes"]:
+                status, message = "fail", "no facts from this node (unreachable, or its probe failed)"
+                entries.append(_entry(check_id, node, status, message, FIXES["unreached"]))
+                continue
+            status, message = CHECKS[check_id](node, ctx["probes"][node], ctx)
+            entries.append(_entry(check_id, node, status, message, _fix(check_id, ctx)))
+    return entries
+
+
+def summary(entries):
+    """One line per entry: ``STATUS | id | node | message``."""
+    return [" | ".join((e["status"].upper(), e["id"], e["node"], e["message"])) for e in entries]
+
+
+def verdict(entries):
+    """(passed, message): the failed checks as ``id | node | message | fix`` joined by `` || ``, or the pass line."""
+    failed = [e for e in entries if e["status"] == "fail"]
+    if failed:
+        return False, " || ".join(" | ".join((e["id"], e["node"], e["message"], e["fix"])) for e in failed)
+    return True, ("Preflight passed (%d checks; warnings and skips are in the summary and the report)." % len(entries))
+

@@ -1,0 +1,189 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+#
+# PRIVATE to the sparkops.specdec collection: used only by the action plugin
+# sparkops.specdec.teardown_plan. Not a public API; names and return shapes may change in any
+# release without notice.
+"""The teardown plan of sparkops.specdec as pure functions (no Ansible, no I/O).
+
+``playbooks/teardown.yml`` reads each node (one probe: the container's state, the HF cache's
+directories, the netplan file, the IPv4 addresses) and ``plan_node`` decides what goes:
+
+* the container (and the server in it): always;
+* the models this collection downloads: only with ``teardown_remove_models``;
+* the netplan file: only with ``teardown_remove_netplan`` and only if it carries netplan_qsfp's
+  mark, together with its addresses on the ConnectX-7 interfaces that are present now; the
+  management address (the Ansible connection) is never removed.
+
+``plan_message`` builds the confirmation (nothing is removed without ``confirm=yes``; check mode
+only shows the plan). The probe format is the one of ``_preflight.parse_probe``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from ansible_collections.sparkops.specdec.plugins.module_utils import _nccl, _plan
+from ansible_collections.sparkops.specdec.plugins.module_utils._preflight import inspect_first, one_line
+
+# netplan_qsfp writes this mark in the files it owns (same text as in _netplan).
+NETPLAN_MARK = "Managed by sparkops.specdec"
+# The directories this collection downloads into under the HF cache: the drafts, the tiktoken
+# files, and each preset's target in the hub layout (hub/models--ORG--NAME).
+MODEL_DIRS = (_plan.DRAFTS_SUBDIR, _plan.TIKTOKEN_SUBDIR) + tuple(
+    "hub/models--" + preset["target_model"].replace("/", "--") for preset in _plan.PRESETS.values())
+CONFIRM_WORDS = ("yes", "true")
+KEEP_MODELS = "models stay (add -e teardown_remove_models=true to remove them)"
+KEEP_NETPLAN = "the netplan file and fabric addresses stay (add -e teardown_remove_netplan=true to remove them)"
+
+
+def confirmed(value):
+    """``-e confirm=yes`` (or true, any case, also a boolean true)."""
+    return str(value if value is not None else "").strip().lower() in CONFIRM_WORDS
+
+
+def container_state(cmd):
+    """``docker container inspect NAME`` (as a probe entry) -> exists, status, running, restarting."""
+    cmd = cmd or {}
+    if cmd.get("rc") != 0:
+        error = one_line(cmd.get("stderr"))
+        absent = not error or "no such" in error.lower()
+        return {"exists": False, "status": None, "running": False, "restarting": False,
+                "error": None if absent else error}
+    state = inspect_first(cmd.get("stdout")).get("State") or {}
+    return {"exists": True, "status": state.get("Status") or "unknown", "running": bool(state.get("Running")),
+            "restarting": bool(state.get("Restarting")), "error": None}
+
+
+def our_model_dirs(cache, listing):
+    """Existing directories of MODEL_DIRS under ``cache`` (absolute paths, MODEL_DIRS order).
+
+    ``listing``: the directories found under the cache and under cache/hub, one path a line.
+    """
+    cache = str(cache or "").rstrip("/")
+    found = {line.strip().rstrip("/") for line in str(listing or "").splitlines() if line.strip()}
+    return [cache + "/" + rel for rel in MODEL_DIRS if cache and (cache + "/" + rel) in found]
+
+
+def _address_text(entry):
+    """A netplan ``addresses`` entry: "CIDR" or {CIDR: {label: ..., lifetime: ...}}."""
+    if isinstance(entry, dict):
+        return str(next(iter(entry), "")) if len(entry) == 1 else ""
+    return str(entry)
+
+
+def netplan_addresses(text):
+    """(ours, [(cidr, dev), ...], problem): the ConnectX-7 addresses of a netplan file that carries our mark."""
+    import yaml  # PyYAML ships with ansible-core; imported here so this module needs the stdlib only to load
+
+    text = str(text or "")
+    if NETPLAN_MARK not in text:
+        return False, [], None
+    try:
+        doc = yaml.safe_load(text) or {}
+        ethernets = ((doc.get("network") or {}).get("ethernets") or {}) if isinstance(doc, dict) else {}
+    except yaml.YAMLError as exc:
+        return True, [], "cannot read its addresses (%s)" % one_line(exc)[:120]
+    out = []
+    for dev, conf in ethernets.items() if isinstance(ethernets, dict) else []:
+        if dev not in _nccl.CX7_NETDEVS or not isinstance(conf, dict):
+            continue
+        for entry in conf.get("addresses") or []:
+            cidr = _address_text(entry)
+            try:
+                ipaddress.ip_interface(cidr)
+            except ValueError:
+                continue
+            out.append((cidr, dev))
+    return True, out, None
+
+
+def present_addresses(ip_text):
+    """``ip -o -4 addr show`` -> set of (cidr, dev) on the host now."""
+    out = set()
+    for line in str(ip_text or "").splitlines():
+        fields = line.split()
+        if len(fields) >= 4 and fields[2] == "inet":
+            out.add((fields[3], fields[1].rstrip(":").split("@")[0]))
+    return out
+
+
+def _is_management(cidr, management):
+    try:
+        return str(ipaddress.ip_interface(cidr).ip) == str(management)
+    except ValueError:
+        return False
+
+
+def plan_node(host, probe, options):
+    """What teardown removes on one node.
+
+    probe: the node's merged probe (``_preflight.merge_probe``): ``state`` (docker inspect), ``cache`` (the cache
+    path), ``dirs`` (its directories), ``netplan`` (the file's content), ``addrs`` (ip -o -4 addr show).
+    options: container, netplan_file, remove_models, remove_netplan, check_mode, management (the node's
+    ansible_host), netplan_apply (netplan_qsfp_apply and netplan_qsfp_apply_method == netplan).
+    Returns a dict: container, stop_server, models, netplan_ours, netplan_note, addresses ({cidr, dev}),
+    netplan_apply, items (the plan lines) and notes.
+    """
+    probe = probe or {}
+    container = container_state(probe.get("state"))
+    items, notes = [], []
+    name = options.get("container")
+    if container["exists"]:
+        items.append("container %s (%s) and the server in it" % (name, container["status"]))
+    elif container["error"]:
+        notes.append("%s: cannot inspect container %s (%s); it is removed if it exists." % (host, name, container["error"]))
+    models = []
+    if options.get("remove_models"):
+        cache = (probe.get("cache") or {}).get("stdout", "")
+        models = our_model_dirs(cache, (probe.get("dirs") or {}).get("stdout", ""))
+        items += ["model directory " + path for path in models]
+    ours, addresses, note = False, [], None
+    netplan_file = options.get("netplan_file")
+    netplan = probe.get("netplan") or {}
+    if options.get("remove_netplan") and netplan.get("rc") == 0:
+        ours, in_file, problem = netplan_addresses(netplan.get("stdout"))
+        if not ours:
+            note = ('%s on %s was not written by sparkops.specdec (no "%s" mark): it stays, and so do its addresses.'
+                    % (netplan_file, host, NETPLAN_MARK))
+        else:
+            items.append("netplan file %s" % netplan_file)
+            if problem:
+                note = "%s on %s: %s; no address is removed." % (netplan_file, host, problem)
+            present = present_addresses((probe.get("addrs") or {}).get("stdout"))
+            for cidr, dev in in_file:
+                if _is_management(cidr, options.get("management")):
+                    notes.append("%s: %s on %s is the management address: it stays." % (host, cidr, dev))
+                elif (cidr, dev) in present:
+                    addresses.append({"cidr": cidr, "dev": dev})
+                    items.append("fabric address %s dev %s" % (cidr, dev))
+    if note:
+        notes.append(note)
+    return {
+        "container": container,
+        "stop_server": container["exists"] and container["running"] and not container["restarting"]
+        and not options.get("check_mode"),
+        "models": models,
+        "netplan_file": netplan_file,
+        "netplan_ours": ours,
+        "netplan_note": note,
+        "addresses": addresses,
+        "netplan_apply": bool(ours and options.get("netplan_apply")),
+        "items": items,
+        "notes": notes,
+    }
+
+
+def plan_message(hosts, nodes, confirm, check_mode, remove_models, remove_netplan):
+    """(proceed, message): the confirmation of the whole teardown, every node's plan in one message."""
+    listed = "; ".join("%s: %s" % (h, ", ".join(nodes[h]["items"]) or "nothing") for h in hosts if h in nodes)
+    keep = ([] if remove_models else [KEEP_MODELS]) + ([] if remove_netplan else [KEEP_NETPLAN])
+    tail = "".join(" " + n for h in hosts if h in nodes for n in nodes[h]["notes"])
+    keep_text = (" " + "; ".join(keep)[0].upper() + "; ".join(keep)[1:] + ".") if keep else ""
+    if check_mode:
+        return True, "Would remove (check mode): %s.%s%s" % (listed, keep_text, tail)
+    if confirmed(confirm):
+        return True, "Removing: %s.%s%s" % (listed, keep_text, tail)
+    return False, ("Nothing was removed. teardown.yml would remove: %s.%s%s Re-run with -e confirm=yes to proceed, or "
+                   "with --check to only show this plan." % (listed, keep_text, tail))

@@ -1,0 +1,195 @@
+# -*- coding: utf-8 -*-
+# Unit tests for the PRIVATE module_util sparkops.specdec.plugins.module_utils._teardown: what teardown.yml
+# removes per node (container always; models and our netplan file with its present fabric addresses only on
+# request; never the management address) and the confirmation message.
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+
+from ansible_collections.sparkops.specdec.plugins.module_utils import _preflight, _teardown
+
+CACHE = "/home/spark/.cache/huggingface"
+NETPLAN = "/etc/netplan/40-cx7.yaml"
+OURS = """# Managed by sparkops.specdec (netplan_qsfp role): QSFP fabric addresses.
+network:
+  version: 2
+  ethernets:
+    enp1s0f1np1:
+      addresses: [192.168.100.10/24]
+    enP2p1s0f1np1:
+      addresses:
+        - 192.168.101.10/24: {label: fabric}
+    enP7s7:
+      addresses: [10.0.0.5/24]
+"""
+IP_NOW = """1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever preferred_lft forever
+2: enP7s7    inet 10.0.0.5/24 brd 10.0.0.255 scope global enP7s7\\       valid_lft forever preferred_lft forever
+5: enp1s0f1np1    inet 192.168.100.10/24 brd 192.168.100.255 scope global enp1s0f1np1\\       valid_lft forever
+7: enP2p1s0f1np1    inet 192.168.101.10/24 brd 192.168.101.255 scope global enP2p1s0f1np1\\       valid_lft forever
+"""
+RUNNING = '[{"Id":"c0ffee","State":{"Status":"running","Running":true,"Paused":false,"Restarting":false,"Pid":42}}]'
+
+
+def line(name, rc=0, out="", err=""):
+    enc = lambda s: base64.b64encode(s.encode()).decode()  # noqa: E731
+    return "%s\t%d\t%s\t%s" % (name, rc, enc(out), enc(err))
+
+
+def probe(state=(0, RUNNING, ""), netplan=(0, OURS, ""), addrs=(0, IP_NOW, ""), dirs=None):
+    root = {"item": "root", "rc": 0, "stdout": "\n".join(
+        [line("state", *state), line("netplan", *netplan), line("addrs", *addrs)])}
+    results = [root]
+    if dirs is not None:
+        results.append({"item": "user", "rc": 0, "stdout": "\n".join(
+            [line("cache", 0, CACHE), line("dirs", 1, "\n".join(dirs), "find: '%s/hub': No such file" % CACHE)])})
+    return _preflight.merge_probe({"results": results})
+
+
+def options(**over):
+    base = {"container": "trtllm-multinode", "netplan_file": NETPLAN, "remove_models": False, "remove_netplan": False,
+            "check_mode": False, "management": "192.168.250.11", "netplan_apply": False}
+    base.update(over)
+    return base
+
+
+def test_default_teardown_removes_the_container_only():
+    node = _teardown.plan_node("spark-1", probe(), options())
+    assert node["items"] == ["container trtllm-multinode (running) and the server in it"]
+    assert node["stop_server"] is True
+    assert node["models"] == [] and node["addresses"] == [] and node["netplan_ours"] is False
+    assert node["netplan_note"] is None and node["notes"] == []
+
+
+@pytest.mark.parametrize("state,items,stop", [
+    ((1, "", "Error: No such object: trtllm-multinode"), [], False),
+    ((0, '[{"State":{"Status":"exited","Running":false,"Restarting":false}}]', ""),
+     ["container trtllm-multinode (exited) and the server in it"], False),
+    ((0, '[{"State":{"Status":"restarting","Running":true,"Restarting":true}}]', ""),
+     ["container trtllm-multinode (restarting) and the server in it"], False),
+])
+def test_container_states(state, items, stop):
+    node = _teardown.plan_node("spark-1", probe(state=state), options())
+    assert node["items"] == items and node["stop_server"] is stop
+
+
+def test_docker_not_answering_is_noted():
+    node = _teardown.plan_node("spark-1", probe(state=(1, "", "Cannot connect to the Docker daemon")), options())
+    assert node["items"] == []
+    assert node["notes"] == ["spark-1: cannot inspect container trtllm-multinode (Cannot connect to the Docker daemon); "
+                             "it is removed if it exists."]
+
+
+def test_check_mode_plans_no_server_stop():
+    node = _teardown.plan_node("spark-1", probe(), options(check_mode=True))
+    assert node["stop_server"] is False and node["items"][0].startswith("container trtllm-multinode (running)")
+
+
+def test_models_only_ours_and_only_on_request():
+    dirs = [CACHE + "/sparkops-drafts", CACHE + "/xet", CACHE + "/hub/models--nvidia--Qwen3-235B-A22B-FP4",
+            CACHE + "/hub/models--someone--else", CACHE + "/sparkops-tiktoken/"]
+    assert _teardown.plan_node("spark-1", probe(dirs=dirs), options())["models"] == []
+    node = _teardown.plan_node("spark-1", probe(dirs=dirs), options(remove_models=True))
+    assert node["models"] == [CACHE + "/sparkops-drafts", CACHE + "/sparkops-tiktoken",
+                              CACHE + "/hub/models--nvidia--Qwen3-235B-A22B-FP4"]
+    assert node["items"][1:] == ["model directory " + p for p in node["models"]]
+
+
+def test_model_dirs_are_the_presets_targets_and_our_subdirs():
+    assert _teardown.MODEL_DIRS == (
+        "sparkops-drafts", "sparkops-tiktoken", "hub/models--openai--gpt-oss-120b",
+        "hub/models--nvidia--Llama-3.3-70B-Instruct-FP4", "hub/models--nvidia--Qwen3-235B-A22B-FP4")
+
+
+def test_our_netplan_file_and_its_present_cx7_addresses():
+    node = _teardown.plan_node("spark-1", probe(), options(remove_netplan=True, netplan_apply=True))
+    assert node["netplan_ours"] is True and node["netplan_apply"] is True
+    assert node["addresses"] == [{"cidr": "192.168.100.10/24", "dev": "enp1s0f1np1"},
+                                 {"cidr": "192.168.101.10/24", "dev": "enP2p1s0f1np1"}]
+    assert node["items"][1:] == ["netplan file " + NETPLAN, "fabric address 192.168.100.10/24 dev enp1s0f1np1",
+                                 "fabric address 192.168.101.10/24 dev enP2p1s0f1np1"]
+
+
+def test_absent_addresses_are_not_planned():
+    ip_now = "\n".join(line for line in IP_NOW.splitlines() if "192.168.101" not in line)
+    node = _teardown.plan_node("spark-1", probe(addrs=(0, ip_now, "")), options(remove_netplan=True))
+    assert node["addresses"] == [{"cidr": "192.168.100.10/24", "dev": "enp1s0f1np1"}]
+
+
+def test_management_address_is_never_removed():
+    node = _teardown.plan_node("spark-1", probe(), options(remove_netplan=True, management="192.168.100.10"))
+    assert node["addresses"] == [{"cidr": "192.168.101.10/24", "dev": "enP2p1s0f1np1"}]
+    assert node["notes"] == ["spark-1: 192.168.100.10/24 on enp1s0f1np1 is the management address: it stays."]
+
+
+def test_foreign_netplan_file_stays():
+    text = OURS.replace("Managed by sparkops.specdec", "written by hand")
+    node = _teardown.plan_node("spark-2", probe(netplan=(0, text, "")), options(remove_netplan=True))
+    assert node["netplan_ours"] is False and node["addresses"] == []
+    assert node["netplan_note"] == ('%s on spark-2 was not written by sparkops.specdec (no "Managed by sparkops.specdec" '
+                                    'mark): it stays, and so do its addresses.' % NETPLAN)
+
+
+def test_missing_netplan_file_is_no_note():
+    node = _teardown.plan_node("spark-1", probe(netplan=(1, "", "cat: no such file")), options(remove_netplan=True))
+    assert node["netplan_ours"] is False and node["netplan_note"] is None
+
+
+def test_unreadable_yaml_removes_the_file_but_no_address():
+    node = _teardown.plan_node("spark-1", probe(netplan=(0, "# Managed by sparkops.specdec\nnetwork: [", "")),
+                               options(remove_netplan=True))
+    assert node["netplan_ours"] is True and node["addresses"] == []
+    assert node["netplan_note"].startswith(NETPLAN + " on spark-1: cannot read its addresses")
+
+
+def test_not_requested_netplan_is_not_looked_at():
+    node = _teardown.plan_node("spark-1", probe(), options())
+    assert node["netplan_ours"] is False and node["netplan_apply"] is False
+
+
+@pytest.mark.parametrize("value,expected", [("yes", True), ("YES", True), ("true", True), (True, True), ("", False),
+                                            (None, False), ("no", False), (False, False), ("y", False)])
+def test_confirmed(value, expected):
+    assert _teardown.confirmed(value) is expected
+
+
+def _nodes(**opts):
+    return {"spark-1": _teardown.plan_node("spark-1", probe(), options(**opts)),
+            "spark-2": _teardown.plan_node("spark-2", probe(state=(1, "", "No such object")), options(**opts))}
+
+
+def test_message_without_confirmation():
+    proceed, msg = _teardown.plan_message(["spark-1", "spark-2"], _nodes(), "", False, False, False)
+    assert proceed is False
+    assert msg == ("Nothing was removed. teardown.yml would remove: spark-1: container trtllm-multinode (running) and the "
+                   "server in it; spark-2: nothing. Models stay (add -e teardown_remove_models=true to remove them); "
+                   "the netplan file and fabric addresses stay (add -e teardown_remove_netplan=true to remove them). "
+                   "Re-run with -e confirm=yes to proceed, or with --check to only show this plan.")
+
+
+def test_message_check_mode_and_confirmed():
+    nodes = _nodes(remove_netplan=True)
+    proceed, msg = _teardown.plan_message(["spark-1", "spark-2"], nodes, "", True, False, True)
+    assert proceed is True and msg.startswith("Would remove (check mode): spark-1: container trtllm-multinode (running)")
+    assert "fabric address 192.168.100.10/24 dev enp1s0f1np1" in msg and "Models stay" in msg and "netplan file" in msg
+    proceed, msg = _teardown.plan_message(["spark-1", "spark-2"], nodes, "yes", False, True, True)
+    assert proceed is True and msg.startswith("Removing: spark-1: ") and "stay" not in msg
+
+
+def test_message_carries_the_notes():
+    nodes = {"spark-1": _teardown.plan_node("spark-1", probe(netplan=(0, "network: {}", "")),
+                                            options(remove_netplan=True))}
+    _proceed, msg = _teardown.plan_message(["spark-1"], nodes, "", False, True, True)
+    assert msg.endswith("it stays, and so do its addresses. Re-run with -e confirm=yes to proceed, or with --check to "
+                        "only show this plan.")
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("5: enp1s0f1np1    inet 192.168.100.10/24 brd x scope global enp1s0f1np1", {("192.168.100.10/24", "enp1s0f1np1")}),
+    ("9: vlan5@eth0    inet 10.1.1.1/24 scope global vlan5", {("10.1.1.1/24", "vlan5")}),
+    ("garbage\n", set()),
+])
+def test_present_addresses(text, expected):
+    assert _teardown.present_addresses(text) == expected
