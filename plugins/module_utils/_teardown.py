@@ -124,7 +124,7 @@ def plan_node(host, probe, options):
     options: container, netplan_file, remove_models, remove_netplan, check_mode, management (the node's
     ansible_host), netplan_apply (netplan_qsfp_apply and netplan_qsfp_apply_method == netplan).
     Returns a dict: container, stop_server, models, netplan_ours, netplan_note, addresses ({cidr, dev}),
-    netplan_apply, items (the plan lines) and notes.
+    netplan_apply, removals (the plan lines) and notes.
     """
     probe = probe or {}
     container = container_state(probe.get("state"))
@@ -170,14 +170,14 @@ def plan_node(host, probe, options):
         "netplan_note": note,
         "addresses": addresses,
         "netplan_apply": bool(ours and options.get("netplan_apply")),
-        "items": items,
+        "removals": items,
         "notes": notes,
     }
 
 
 def plan_message(hosts, nodes, confirm, check_mode, remove_models, remove_netplan):
     """(proceed, message): the confirmation of the whole teardown, every node's plan in one message."""
-    listed = "; ".join("%s: %s" % (h, ", ".join(nodes[h]["items"]) or "nothing") for h in hosts if h in nodes)
+    listed = "; ".join("%s: %s" % (h, ", ".join(nodes[h]["removals"]) or "nothing") for h in hosts if h in nodes)
     keep = ([] if remove_models else [KEEP_MODELS]) + ([] if remove_netplan else [KEEP_NETPLAN])
     tail = "".join(" " + n for h in hosts if h in nodes for n in nodes[h]["notes"])
     keep_text = (" " + "; ".join(keep)[0].upper() + "; ".join(keep)[1:] + ".") if keep else ""

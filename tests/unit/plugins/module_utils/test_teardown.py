@@ -57,7 +57,7 @@ def options(**over):
 
 def test_default_teardown_removes_the_container_only():
     node = _teardown.plan_node("spark-1", probe(), options())
-    assert node["items"] == ["container trtllm-multinode (running) and the server in it"]
+    assert node["removals"] == ["container trtllm-multinode (running) and the server in it"]
     assert node["stop_server"] is True
     assert node["models"] == [] and node["addresses"] == [] and node["netplan_ours"] is False
     assert node["netplan_note"] is None and node["notes"] == []
@@ -72,19 +72,19 @@ def test_default_teardown_removes_the_container_only():
 ])
 def test_container_states(state, items, stop):
     node = _teardown.plan_node("spark-1", probe(state=state), options())
-    assert node["items"] == items and node["stop_server"] is stop
+    assert node["removals"] == items and node["stop_server"] is stop
 
 
 def test_docker_not_answering_is_noted():
     node = _teardown.plan_node("spark-1", probe(state=(1, "", "Cannot connect to the Docker daemon")), options())
-    assert node["items"] == []
+    assert node["removals"] == []
     assert node["notes"] == ["spark-1: cannot inspect container trtllm-multinode (Cannot connect to the Docker daemon); "
                              "it is removed if it exists."]
 
 
 def test_check_mode_plans_no_server_stop():
     node = _teardown.plan_node("spark-1", probe(), options(check_mode=True))
-    assert node["stop_server"] is False and node["items"][0].startswith("container trtllm-multinode (running)")
+    assert node["stop_server"] is False and node["removals"][0].startswith("container trtllm-multinode (running)")
 
 
 def test_models_only_ours_and_only_on_request():
@@ -94,7 +94,7 @@ def test_models_only_ours_and_only_on_request():
     node = _teardown.plan_node("spark-1", probe(dirs=dirs), options(remove_models=True))
     assert node["models"] == [CACHE + "/sparkops-drafts", CACHE + "/sparkops-tiktoken",
                               CACHE + "/hub/models--nvidia--Qwen3-235B-A22B-FP4"]
-    assert node["items"][1:] == ["model directory " + p for p in node["models"]]
+    assert node["removals"][1:] == ["model directory " + p for p in node["models"]]
 
 
 def test_model_dirs_are_the_presets_targets_and_our_subdirs():
@@ -108,7 +108,7 @@ def test_our_netplan_file_and_its_present_cx7_addresses():
     assert node["netplan_ours"] is True and node["netplan_apply"] is True
     assert node["addresses"] == [{"cidr": "192.168.100.10/24", "dev": "enp1s0f1np1"},
                                  {"cidr": "192.168.101.10/24", "dev": "enP2p1s0f1np1"}]
-    assert node["items"][1:] == ["netplan file " + NETPLAN, "fabric address 192.168.100.10/24 dev enp1s0f1np1",
+    assert node["removals"][1:] == ["netplan file " + NETPLAN, "fabric address 192.168.100.10/24 dev enp1s0f1np1",
                                  "fabric address 192.168.101.10/24 dev enP2p1s0f1np1"]
 
 

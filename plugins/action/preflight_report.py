@@ -1,0 +1,108 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Action plugin of sparkops.specdec.preflight_report: controller-side, no host is contacted.
+
+Turns the raw facts that playbooks/preflight.yml gathered on every node into one result per
+check and node (module_utils/_preflight.py decides), writes the JSON report (mode 0600) and
+returns the summary and the verdict. The documentation is in plugins/modules/preflight_report.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+from ansible.errors import AnsibleError
+from ansible.module_utils.common.text.converters import to_text
+from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.sparkops.specdec.plugins.module_utils import _preflight, _settings
+
+_ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+_ARGS = frozenset(("plan", "probes", "fabric", "hf_results", "container", "ssh_port", "hf_cache_dir",
+                   "usable_memory_bytes", "memory_reserve_bytes", "disk_reserve_bytes", "report_path"))
+_INT_ARGS = ("usable_memory_bytes", "memory_reserve_bytes", "disk_reserve_bytes")
+
+
+def write_report(path, entries):
+    """Write the report atomically, readable by its owner only (0600): it names hosts and paths."""
+    path = os.path.abspath(os.path.expanduser(path))
+    directory = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(prefix=".preflight-report.", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(entries, indent=4, sort_keys=True) + "\n")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+_OPTIONS = {}
+
+
+def _spec_default(name):
+    """Default of a role setting, from the roles' meta/argument_specs.yml (read once)."""
+    if not _OPTIONS:
+        _OPTIONS.update(_settings.known_options(_settings.load_specs(_ROOT)))
+    return (_OPTIONS.get(name) or {}).get("default")
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        args = dict(self._task.args)
+        unknown = sorted(set(args) - _ARGS)
+        if unknown:
+            raise AnsibleError("preflight_report: unknown option(s) %s" % ", ".join(unknown))
+        plan = args.get("plan")
+        if not isinstance(plan, dict) or not isinstance(plan.get("plan"), dict):
+            raise AnsibleError("preflight_report: plan must be the registered result of sparkops.specdec.specdec_plan "
+                               "(preflight_plan), with plan.models, plan.port and plan.tp_size")
+        settings = {"container": to_text(args.get("container") or ""), "hf_cache_dir": to_text(args.get("hf_cache_dir") or "")}
+        try:
+            settings["ssh_port"] = int(args["ssh_port"]) if args.get("ssh_port") not in (None, "") else None
+            for name in _INT_ARGS:
+                if args.get(name) not in (None, ""):
+                    settings[name] = int(args[name])
+        except (TypeError, ValueError) as exc:
+            raise AnsibleError("preflight_report: a port or byte count is not a whole number (%s)" % exc)
+
+        hosts = list(task_vars.get("ansible_play_hosts_all") or [task_vars.get("inventory_hostname")])
+        hostvars = task_vars.get("hostvars") or {}
+        gpus = {}
+        for host in hosts:
+            value = None
+            try:
+                if host in hostvars and "trtllm_container_gpus" in hostvars[host]:
+                    value = hostvars[host]["trtllm_container_gpus"]
+            except Exception:  # an undefined inventory value: the role's default applies
+                value = None
+            gpus[host] = boolean(_spec_default("trtllm_container_gpus") if value is None else value, strict=False)
+        settings["gpus"] = gpus
+
+        probes = {h: _preflight.merge_probe(r) for h, r in (args.get("probes") or {}).items() if h in hosts}
+        entries = _preflight.build_checks(hosts, probes, args.get("fabric") or {}, args.get("hf_results") or [],
+                                          plan, settings)
+        passed, msg = _preflight.verdict(entries)
+        path = args.get("report_path") or os.path.join(
+            os.path.dirname(os.path.abspath(task_vars.get("playbook_dir") or ".")),
+            _settings.PLAYBOOK_SETTINGS["preflight_report_path"]["default"])
+        try:
+            result["report_path"] = write_report(to_text(path), entries)
+        except OSError as exc:
+            result.update(failed=True, checks=entries, msg="preflight_report: cannot write the report %s: %s" % (path, exc))
+            return result
+        result.update(changed=False, checks=entries, summary=_preflight.summary(entries), passed=passed, msg=msg,
+                      failed_checks=[e for e in entries if e["status"] == "fail"])
+        return result

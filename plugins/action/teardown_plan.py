@@ -1,0 +1,86 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Action plugin of sparkops.specdec.teardown_plan: controller-side, no host is contacted.
+
+Turns what playbooks/teardown.yml read on every node into the plan of each node (what is
+removed) and the confirmation message; module_utils/_teardown.py decides. The documentation is
+in plugins/modules/teardown_plan.py.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ansible.errors import AnsibleError
+from ansible.module_utils.common.text.converters import to_text
+from ansible.module_utils.parsing.convert_bool import boolean
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.sparkops.specdec.plugins.module_utils import _preflight, _settings, _teardown
+
+_ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+_ARGS = frozenset(("probes", "confirm", "remove_models", "remove_netplan", "container", "netplan_file"))
+_OPTIONS = {}
+
+
+def _spec_default(name):
+    """Default of a role setting, from the roles' meta/argument_specs.yml (read once)."""
+    if not _OPTIONS:
+        _OPTIONS.update(_settings.known_options(_settings.load_specs(_ROOT)))
+    return (_OPTIONS.get(name) or {}).get("default")
+
+
+def _host_setting(hostvars, host, name):
+    """A host's value of a setting, else the role's default."""
+    try:
+        if host in hostvars and name in hostvars[host]:
+            return hostvars[host][name]
+    except Exception:  # an undefined inventory value: the role's default applies
+        pass
+    return _spec_default(name)
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        args = dict(self._task.args)
+        unknown = sorted(set(args) - _ARGS)
+        if unknown:
+            raise AnsibleError("teardown_plan: unknown option(s) %s" % ", ".join(unknown))
+        if not args.get("container"):
+            raise AnsibleError("teardown_plan: container (the engine container's name) is required")
+        try:
+            remove_models = boolean(args.get("remove_models", False), strict=True)
+            remove_netplan = boolean(args.get("remove_netplan", False), strict=True)
+        except TypeError as exc:
+            raise AnsibleError("teardown_plan: remove_models and remove_netplan must be true or false (%s)" % exc)
+        check_mode = bool(self._task.check_mode or task_vars.get("ansible_check_mode"))
+        hosts = list(task_vars.get("ansible_play_hosts_all") or [task_vars.get("inventory_hostname")])
+        hostvars = task_vars.get("hostvars") or {}
+        probes = args.get("probes") or {}
+        nodes = {}
+        for host in hosts:
+            if host not in probes:
+                continue
+            apply = boolean(_host_setting(hostvars, host, "netplan_qsfp_apply") or False, strict=False)
+            method = to_text(_host_setting(hostvars, host, "netplan_qsfp_apply_method") or "netplan")
+            options = {
+                "container": to_text(args["container"]),
+                "netplan_file": to_text(args.get("netplan_file") or _spec_default("netplan_qsfp_file") or ""),
+                "remove_models": remove_models,
+                "remove_netplan": remove_netplan,
+                "check_mode": check_mode,
+                "management": _host_setting(hostvars, host, "ansible_host") or host,
+                "netplan_apply": apply and method == "netplan",
+            }
+            nodes[host] = _teardown.plan_node(host, _preflight.merge_probe(probes[host]), options)
+        proceed, msg = _teardown.plan_message(hosts, nodes, args.get("confirm"), check_mode, remove_models,
+                                              remove_netplan)
+        result.update(changed=False, nodes=nodes, proceed=proceed, confirmed=_teardown.confirmed(args.get("confirm")),
+                      msg=msg)
+        return result

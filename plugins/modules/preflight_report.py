@@ -1,0 +1,154 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: preflight_report
+short_description: Judge the tier-2 preflight checks of every node and write the JSON report (controller-side)
+version_added: 0.2.0
+description:
+  - An action plugin, run on the controller with C(run_once); it contacts no host. C(playbooks/preflight.yml) gathers
+    raw facts on every node (one probe command, M(sparkops.specdec.nccl_interface_info), M(sparkops.specdec.hf_download)
+    in check mode) and this action decides every check, node by node.
+  - "Checks (in report order) are C(docker_nosudo), C(gpu_runtime), C(ports_free), C(clock_sync), C(hf_access),
+    C(same_user), C(same_port), C(link_speed), C(fabric_ips), C(nccl_env), C(same_image), C(disk_space),
+    C(memory_budget) and C(mem_available); C(same_port), C(link_speed), C(fabric_ips) and C(nccl_env) only with the
+    two_sparks topology."
+  - Each result is C(id), C(node), C(status) (V(pass), V(warn), V(fail) or V(skip)), C(message) and C(fix). A node
+    that was not reached (no probe result) fails every check, saying so.
+  - Writes the results as a JSON list to O(report_path), readable by its owner only (mode 0600), also in check mode
+    (the report is output on the controller, not a change to a node).
+  - Never fails because a check failed; the playbook asserts RV(passed) with RV(msg).
+author:
+  - sparkops maintainers (@sparkops)
+options:
+  plan:
+    description:
+      - The registered result of M(sparkops.specdec.specdec_plan) (C(preflight_plan)). Uses C(plan.models),
+        C(plan.port), C(plan.tp_size), C(deployment.image) and C(deployment.topology).
+    type: dict
+    required: true
+  probes:
+    description:
+      - Inventory name -> the node's registered probe (a loop result with one item per part, C(user) and C(root)).
+        Each line of a part's stdout is C(NAME<TAB>RC<TAB>base64 stdout<TAB>base64 stderr).
+      - "Commands read, by name: C(docker_ps) (docker ps), C(runtimes) (docker info), C(image) (docker image inspect),
+        C(env) (docker container inspect), C(user) (id -un), C(clock) (timedatectl), C(meminfo), C(hostfile),
+        C(disk_free) (df), C(cache) (du of the HF cache) in the user part; C(ours) (docker top of the container) and
+        C(listen) (ss -Hltnp) in the root part."
+    type: dict
+    default: {}
+  fabric:
+    description: Inventory name -> the node's registered M(sparkops.specdec.nccl_interface_info) result.
+    type: dict
+    default: {}
+  hf_results:
+    description: The loop results of M(sparkops.specdec.hf_download) in check mode, one per model of the plan, in order.
+    type: list
+    elements: dict
+    default: []
+  container:
+    description: Name of the engine container (C(specdec_container_name)).
+    type: str
+  ssh_port:
+    description: The container sshd port (C(specdec_container_ssh_port)), checked with the server port.
+    type: int
+  hf_cache_dir:
+    description: The HF cache directory (C(specdec_hf_cache_dir)); empty means C(~/.cache/huggingface).
+    type: str
+  usable_memory_bytes:
+    description: Unified memory usable per node (C(preflight_usable_memory_bytes)); default 119 GiB.
+    type: int
+  memory_reserve_bytes:
+    description: Memory needed beyond the weights (C(preflight_memory_reserve_bytes)); default 4 GiB.
+    type: int
+  disk_reserve_bytes:
+    description: Disk to keep free beyond the models still to download (C(preflight_disk_reserve_bytes)); default 10 GiB.
+    type: int
+  report_path:
+    description:
+      - Where to write the JSON report on the controller (C(preflight_report_path)). Default C(preflight-report.json)
+        next to the playbook directory (the checkout).
+    type: path
+attributes:
+  check_mode:
+    support: full
+    description: Decides the same in check mode, and writes the report (controller output).
+  diff_mode:
+    support: none
+  action:
+    support: full
+notes:
+  - The per-node trtllm_container_gpus setting is read from each node's variables (default V(true), the role's).
+seealso:
+  - module: sparkops.specdec.specdec_plan
+  - module: sparkops.specdec.nccl_interface_info
+"""
+
+EXAMPLES = r"""
+- name: Judge every check on every node and write the JSON report
+  sparkops.specdec.preflight_report:
+    plan: "{{ preflight_plan }}"
+    probes: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, '__pf_probe'))) }}"
+    fabric: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, '__pf_fabric'))) }}"
+    hf_results: "{{ __pf_hf.results }}"
+    container: "{{ specdec_container_name }}"
+    ssh_port: "{{ specdec_container_ssh_port }}"
+    hf_cache_dir: "{{ specdec_hf_cache_dir }}"
+    report_path: /tmp/preflight.json
+  run_once: true
+  register: preflight
+
+- name: Fail when a check failed
+  ansible.builtin.assert:
+    that: preflight.passed
+    fail_msg: "{{ preflight.msg }}"
+    success_msg: "{{ preflight.msg }}"
+  run_once: true
+"""
+
+RETURN = r"""
+checks:
+  description: One result per check and node, node by node in play order, checks in report order.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    id: {description: The check, e.g. ports_free., type: str}
+    node: {description: Inventory name of the node., type: str}
+    status: {description: pass, warn, fail or skip., type: str}
+    message: {description: What was found (for a port taken by another process, the port and the process)., type: str}
+    fix: {description: How to fix it., type: str}
+  sample:
+    - {id: ports_free, node: spark-1, status: pass, message: ports 8355 and 2233 are free or ours,
+       fix: "Stop that process, or set specdec_server_port / specdec_container_ssh_port to free ports."}
+failed_checks:
+  description: The results with status fail.
+  returned: success
+  type: list
+  elements: dict
+summary:
+  description: One line per result, C(STATUS | id | node | message).
+  returned: success
+  type: list
+  elements: str
+passed:
+  description: No check failed.
+  returned: success
+  type: bool
+msg:
+  description:
+    - The verdict, either the pass line with the number of checks or every failed check as C(id | node | message | fix),
+      joined by C( || ).
+  returned: always
+  type: str
+report_path:
+  description: Absolute path of the JSON report written.
+  returned: success
+  type: str
+  sample: /home/me/sparkops/preflight-report.json
+"""

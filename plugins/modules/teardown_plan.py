@@ -1,0 +1,137 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: teardown_plan
+short_description: Plan the teardown of a speculative-decoding deployment, node by node (controller-side)
+version_added: 0.2.0
+description:
+  - An action plugin, run on the controller with C(run_once); it contacts no host. C(playbooks/teardown.yml) reads
+    every node (one probe command) and this action decides what goes on each node and builds the confirmation.
+  - The container (and the server in it) always goes. The models this collection downloads (the drafts, the tiktoken
+    files and each preset's target under the HF cache) only with O(remove_models).
+  - The netplan file only with O(remove_netplan), and only if it carries the C(Managed by sparkops.specdec) mark that
+    the C(netplan_qsfp) role writes; then also its addresses on the ConnectX-7 interfaces that are present now. The
+    management address (the node's C(ansible_host)) is never removed.
+  - Nothing is removed without O(confirm); RV(proceed) is false then and RV(msg) lists, per node, what would be
+    removed. In check mode RV(proceed) is true and RV(msg) shows the plan.
+author:
+  - sparkops maintainers (@sparkops)
+options:
+  probes:
+    description:
+      - Inventory name -> the node's registered probe (a loop result with one item per part, C(root) and C(user)).
+        Each line of a part's stdout is C(NAME<TAB>RC<TAB>base64 stdout<TAB>base64 stderr).
+      - "Commands read, by name: C(state) (docker container inspect), C(netplan) (the netplan file),
+        C(addrs) (C(ip -o -4 addr show)) in the root part; C(cache) (the HF cache path) and C(dirs) (its directories
+        and those of its C(hub)) in the user part."
+    type: dict
+    required: true
+  confirm:
+    description: The C(confirm) extra var; V(yes) or V(true) (any case) confirms.
+    type: raw
+  remove_models:
+    description: Also remove the downloaded models (C(teardown_remove_models)).
+    type: bool
+    default: false
+  remove_netplan:
+    description: Also remove our netplan file and its fabric addresses (C(teardown_remove_netplan)).
+    type: bool
+    default: false
+  container:
+    description: Name of the engine container (C(specdec_container_name)).
+    type: str
+    required: true
+  netplan_file:
+    description: The netplan file C(netplan_qsfp) writes (C(netplan_qsfp_file)); default the role's.
+    type: path
+attributes:
+  check_mode:
+    support: full
+    description: Plans the same in check mode; RV(proceed) is true and no server stop is planned.
+  diff_mode:
+    support: none
+  action:
+    support: full
+notes:
+  - Each node's C(ansible_host), C(netplan_qsfp_apply) and C(netplan_qsfp_apply_method) are read from its variables.
+seealso:
+  - module: sparkops.specdec.specdec_plan
+"""
+
+EXAMPLES = r"""
+- name: Plan what would be removed on every node
+  sparkops.specdec.teardown_plan:
+    probes: "{{ dict(ansible_play_hosts | zip(ansible_play_hosts | map('extract', hostvars, '__teardown_probe'))) }}"
+    confirm: "{{ confirm | default('') }}"
+    remove_netplan: true
+    container: "{{ specdec_container_name }}"
+  run_once: true
+  register: teardown
+
+- name: Ask for confirmation before removing anything
+  ansible.builtin.assert:
+    that: teardown.proceed
+    fail_msg: "{{ teardown.msg }}"
+    success_msg: "{{ teardown.msg }}"
+  run_once: true
+"""
+
+RETURN = r"""
+nodes:
+  description: Inventory name -> what teardown removes there.
+  returned: always
+  type: dict
+  contains:
+    container:
+      description: The container as found, C(exists), C(status), C(running), C(restarting), C(error).
+      type: dict
+    stop_server:
+      description: Stop the server first (the container runs; never in check mode).
+      type: bool
+    models:
+      description: Absolute paths of the model directories to remove (empty without O(remove_models)).
+      type: list
+      elements: str
+    netplan_file:
+      description: The netplan file looked at.
+      type: str
+    netplan_ours:
+      description: The netplan file is ours and goes (only with O(remove_netplan)).
+      type: bool
+    netplan_note:
+      description: Why a netplan file stays, or null.
+      type: str
+    addresses:
+      description: Fabric addresses to remove, C(cidr) and C(dev) each; present now, never the management address.
+      type: list
+      elements: dict
+    netplan_apply:
+      description: Run C(netplan apply) after the file goes (netplan_qsfp applied it with netplan).
+      type: bool
+    removals:
+      description: The plan lines of the node, such as a container with its status, model directories, the netplan file, fabric addresses.
+      type: list
+      elements: str
+    notes:
+      description: What stays and why.
+      type: list
+      elements: str
+proceed:
+  description: Removing may start (confirmed, or check mode which only shows the plan).
+  returned: always
+  type: bool
+confirmed:
+  description: O(confirm) was given as yes or true.
+  returned: always
+  type: bool
+msg:
+  description: The plan of every node; it starts with C(Nothing was removed.), C(Would remove) (check mode) or C(Removing).
+  returned: always
+  type: str
+"""

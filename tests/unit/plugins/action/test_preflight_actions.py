@@ -1,0 +1,138 @@
+# -*- coding: utf-8 -*-
+# Unit tests of the action plugins sparkops.specdec.preflight_report and sparkops.specdec.teardown_plan: the
+# arguments they take from the playbooks, the settings they read from the nodes' variables (with the roles'
+# defaults), the report file (mode 0600, also over an older 0644 one) and the results they return.
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from unittest import mock
+
+import pytest
+
+from ansible.errors import AnsibleError
+
+from ansible_collections.sparkops.specdec.plugins.action import preflight_report, teardown_plan
+from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils import test_preflight as tp
+from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils import test_teardown as tt
+
+
+def make(cls, args, check_mode=False):
+    task = mock.MagicMock()
+    task.args = args
+    task.check_mode = check_mode
+    task.async_val = 0
+    task.action = cls.__module__.rsplit(".", 1)[-1]
+    return cls(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None, shared_loader_obj=None)
+
+
+def task_vars(hosts=("spark-1", "spark-2"), hostvars=None, **extra):
+    out = {"inventory_hostname": hosts[0], "ansible_play_hosts_all": list(hosts),
+           "hostvars": hostvars if hostvars is not None else {h: {} for h in hosts}, "playbook_dir": "/nowhere/playbooks"}
+    out.update(extra)
+    return out
+
+
+def report_args(tmp_path, **over):
+    args = {"plan": tp.PLAN, "probes": {h: tp.registered() for h in tp.HOSTS},
+            "fabric": {"spark-1": tp.fabric(ips=("192.168.100.10/24",)), "spark-2": tp.fabric(ips=("192.168.100.11/24",))},
+            "hf_results": tp.HF_OK, "container": "trtllm-multinode", "ssh_port": "2233", "hf_cache_dir": "",
+            "report_path": str(tmp_path / "report.json")}
+    args.update(over)
+    return args
+
+
+def test_report_written_0600_over_an_older_0644_file(tmp_path):
+    path = tmp_path / "report.json"
+    path.write_text("old")
+    os.chmod(path, 0o644)
+    hostvars = {"spark-1": {"trtllm_container_gpus": False}, "spark-2": {"trtllm_container_gpus": "false"}}
+    result = make(preflight_report.ActionModule, report_args(tmp_path)).run(task_vars=task_vars(hostvars=hostvars))
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert result["report_path"] == str(path)
+    assert json.loads(path.read_text()) == result["checks"]
+    assert len(result["checks"]) == 28 and result["passed"] is True and result["changed"] is False
+    assert result["failed_checks"] == [] and len(result["summary"]) == 28
+    assert result["msg"].startswith("Preflight passed (28 checks")
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".preflight-report.")]
+
+
+def test_gpus_default_to_the_roles_default_and_extra_vars_strings(tmp_path):
+    hostvars = {"spark-1": {}, "spark-2": {"trtllm_container_gpus": "true"}}
+    result = make(preflight_report.ActionModule, report_args(tmp_path)).run(task_vars=task_vars(hostvars=hostvars))
+    gpu = {e["node"]: e for e in result["checks"] if e["id"] == "gpu_runtime"}
+    assert gpu["spark-1"]["status"] == gpu["spark-2"]["status"] == "fail"
+    assert result["passed"] is False and result["msg"].startswith("gpu_runtime | spark-1 | Docker has no nvidia runtime")
+
+
+def test_byte_settings_from_extra_vars_strings(tmp_path):
+    args = report_args(tmp_path, usable_memory_bytes="1048576", disk_reserve_bytes="1000000000000000")
+    result = make(preflight_report.ActionModule, args).run(
+        task_vars=task_vars(hostvars={h: {"trtllm_container_gpus": False} for h in tp.HOSTS}))
+    got = {(e["id"], e["node"]): e for e in result["checks"]}
+    assert got[("memory_budget", "spark-1")]["status"] == "fail"
+    assert got[("disk_space", "spark-2")]["status"] == "fail"
+
+
+def test_default_report_path_is_the_checkout(tmp_path):
+    playbooks = tmp_path / "checkout" / "playbooks"
+    playbooks.mkdir(parents=True)
+    args = report_args(tmp_path)
+    del args["report_path"]
+    result = make(preflight_report.ActionModule, args).run(task_vars=task_vars(playbook_dir=str(playbooks)))
+    assert result["report_path"] == str(tmp_path / "checkout" / "preflight-report.json")
+
+
+def test_unwritable_report_fails_with_the_path(tmp_path):
+    args = report_args(tmp_path, report_path=str(tmp_path / "missing-dir" / "r.json"))
+    result = make(preflight_report.ActionModule, args).run(task_vars=task_vars())
+    assert result["failed"] and "cannot write the report" in result["msg"] and "missing-dir" in result["msg"]
+
+
+@pytest.mark.parametrize("args,text", [
+    ({"plan": {}}, "plan must be the registered result"),
+    ({"plan": tp.PLAN, "bogus": 1}, "unknown option(s) bogus"),
+    ({"plan": tp.PLAN, "ssh_port": "22x"}, "not a whole number"),
+])
+def test_report_bad_arguments(args, text):
+    with pytest.raises(AnsibleError, match=text.replace("(", r"\(").replace(")", r"\)")):
+        make(preflight_report.ActionModule, args).run(task_vars=task_vars())
+
+
+def teardown_args(**over):
+    args = {"probes": {"spark-1": {"results": [{"item": "root", "rc": 0, "stdout": "\n".join(
+        [tt.line("state", 0, tt.RUNNING), tt.line("netplan", 0, tt.OURS), tt.line("addrs", 0, tt.IP_NOW)])}]}},
+        "confirm": "", "remove_models": False, "remove_netplan": True, "container": "trtllm-multinode"}
+    args.update(over)
+    return args
+
+
+def test_teardown_refuses_without_confirm_and_reads_node_settings():
+    hostvars = {"spark-1": {"ansible_host": "192.168.100.10", "netplan_qsfp_apply": True}}
+    result = make(teardown_plan.ActionModule, teardown_args()).run(task_vars=task_vars(("spark-1",), hostvars))
+    assert result["proceed"] is False and result["confirmed"] is False and result["changed"] is False
+    node = result["nodes"]["spark-1"]
+    # The netplan file defaults to the netplan_qsfp role's; the management address stays; apply by netplan (default).
+    assert node["netplan_file"] == "/etc/netplan/40-cx7.yaml" and node["netplan_apply"] is True
+    assert node["addresses"] == [{"cidr": "192.168.101.10/24", "dev": "enP2p1s0f1np1"}]
+    assert result["msg"].startswith("Nothing was removed. teardown.yml would remove: spark-1: container trtllm-multinode")
+
+
+def test_teardown_check_mode_and_confirm():
+    hostvars = {"spark-1": {"netplan_qsfp_apply": True, "netplan_qsfp_apply_method": "ip"}}
+    result = make(teardown_plan.ActionModule, teardown_args(), check_mode=True).run(
+        task_vars=task_vars(("spark-1",), hostvars))
+    assert result["proceed"] is True and result["msg"].startswith("Would remove (check mode): ")
+    assert result["nodes"]["spark-1"]["stop_server"] is False and result["nodes"]["spark-1"]["netplan_apply"] is False
+    result = make(teardown_plan.ActionModule, teardown_args(confirm=True)).run(task_vars=task_vars(("spark-1",)))
+    assert result["proceed"] is True and result["confirmed"] is True and result["nodes"]["spark-1"]["stop_server"]
+
+
+@pytest.mark.parametrize("over,text", [
+    ({"container": ""}, "container"), ({"remove_models": "maybe"}, "true or false"), ({"x": 1}, "unknown option"),
+])
+def test_teardown_bad_arguments(over, text):
+    with pytest.raises(AnsibleError, match=text):
+        make(teardown_plan.ActionModule, teardown_args(**over)).run(task_vars=task_vars(("spark-1",)))
