@@ -126,7 +126,7 @@ class ActionModule(ActionBase):
             explicit = user.get(members[0], {}).get("specdec_head_host")
             head = explicit or (members[0] if topology == "two_sparks" else me)
         settings = dict(defaults)
-        settings.update({k: v for k, v in user.get(head, user.get(me, {})).items()})
+        settings.update(user.get(head, user.get(me, {})))
         # One deployment has one value per setting: the same on every member.
         if len(members) > 1:
             names = sorted({k for h in members for k in user.get(h, {}) if k.startswith(_SAME_ON_ALL)})

@@ -172,7 +172,7 @@ def image_version(image, env=None, labels=None, package_version=None, override=N
     if override:
         return (str(override), "trtllm_container_trtllm_version") if parse_version(override) else (None, "override")
     for item in env or []:
-        name, _, value = str(item).partition("=")
+        name, dummy, value = str(item).partition("=")
         if name == "TRT_LLM_VERSION" and parse_version(value):
             return value, "image environment TRT_LLM_VERSION"
     label = (labels or {}).get("org.opencontainers.image.version")
@@ -224,7 +224,6 @@ def _set_path(data, path, value):
     for key in path[:-1]:
         cur = cur.setdefault(key, {})
     cur[path[-1]] = value
-
 
 
 def _is_int(value, minimum=None):
@@ -410,7 +409,7 @@ def _merge_options(dep, r, spelling, draft_dir, errors):
         value = s.get(var)
         if value is None or value == "" or (var == "specdec_server_return_perf_metrics" and value is False):
             continue
-        _, present = _get_path(user, path)
+        present = _get_path(user, path)[1]
         if present:
             errors.append("%s and specdec_server_llm_api_options.%s both set this value; keep one of them."
                           % (var, ".".join(path)))

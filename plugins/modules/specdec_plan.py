@@ -65,8 +65,10 @@ attributes:
     description: Reads the inventory only, the same in check mode.
   diff_mode:
     support: none
+    description: Changes nothing, so there is nothing to show.
   action:
     support: full
+    description: Runs on the controller as an action plugin.
 notes:
   - Errors a user can meet (each one line, the task fails and nothing changes) include an unknown setting with a
     close match, a misspelt prefix (e.g. C(specdec_sever_port)), a removed name (e.g. C(trtllm_container_name) ->
@@ -109,9 +111,9 @@ deployment:
   returned: always
   type: dict
   contains:
-    id: {description: Deployment id (C(specdec_deployment_id), else the head's name)., type: str}
+    id: {description: 'Deployment id (C(specdec_deployment_id), else the head''s name).', type: str}
     topology: {description: two_sparks or single_spark., type: str}
-    members: {description: Inventory names of the nodes, head first., type: list, elements: str}
+    members: {description: 'Inventory names of the nodes, head first.', type: list, elements: str}
     head: {description: The node that launches and serves., type: str}
     engine: {description: Serving engine (trtllm)., type: str}
     image: {description: Engine image reference., type: str}
@@ -121,13 +123,13 @@ plan:
   type: dict
   contains:
     preset: {description: Resolved preset name., type: str}
-    method: {description: eagle3, draft_target or none., type: str}
+    method: {description: 'eagle3, draft_target or none.', type: str}
     target_model: {description: Hugging Face id of the target., type: str}
     draft_model: {description: Hugging Face id of the draft (null without speculation)., type: str}
-    max_draft_len: {description: Draft tokens per step (tokens), null without speculation., type: int}
+    max_draft_len: {description: 'Draft tokens per step (tokens), null without speculation.', type: int}
     tp_size: {description: Tensor parallel size (= number of nodes)., type: int}
     port: {description: TCP port of the server., type: int}
-    endpoint: {description: OpenAI-compatible base URL, e.g. http://192.168.250.11:8355/v1., type: str}
+    endpoint: {description: 'OpenAI-compatible base URL, e.g. http://192.168.250.11:8355/v1.', type: str}
     models:
       description: Models to download, with C(role) (target/draft), C(repo), C(revision) and C(local_dir) (the draft's
         directory relative to the HF cache; null for the cache layout).

@@ -32,7 +32,8 @@ def dep(settings=None, members=("spark-1", "spark-2"), topology=None):
     return _plan.deployment_from_inventory(base, topo, members, members[0], {"spark-1": "10.0.0.21"})
 
 
-def build(settings=None, members=("spark-1", "spark-2"), version="1.3.0rc12", commits=COMMITS):
+def build(settings=None, members=("spark-1", "spark-2"), version="1.3.0rc12", commits=None, pre_download=False):
+    commits = None if pre_download else (COMMITS if commits is None else commits)
     return _plan.build_plan(dep(settings, members), trtllm_version=version, version_source="test", commits=commits)
 
 
@@ -133,8 +134,8 @@ def test_regression_speculative_config_in_llm_api_options_is_merged():
                                                   "kv_cache_config": {"dtype": "fp8"}}})
     spec = plan["llm_api_options"]["speculative_config"]
     assert spec["eagle3_one_model"] is False and spec["max_draft_len"] == 3 and spec["decoding_type"] == "Eagle"
-    assert plan["llm_api_options"]["kv_cache_config"] == {"free_gpu_memory_fraction": 0.9, "enable_block_reuse": False,
-                                                         "dtype": "fp8"}
+    expected = {"free_gpu_memory_fraction": 0.9, "enable_block_reuse": False, "dtype": "fp8"}
+    assert plan["llm_api_options"]["kv_cache_config"] == expected
 
 
 def test_max_draft_len_from_options_alone_is_used():
@@ -187,7 +188,7 @@ def test_regression_pinned_revision_reaches_the_server():
 
 
 def test_pre_download_plan_has_no_launch():
-    plan = build(commits=None)["plan"]
+    plan = build(pre_download=True)["plan"]
     assert plan["launch"] is None and "--revision" not in plan["argv"]
 
 
