@@ -56,8 +56,10 @@ attributes:
     description: Reports what docker_container would do (and refuses the same way); no wait, no refresh.
   diff_mode:
     support: full
+    description: Shows the container's differences, as docker_container does.
   action:
     support: full
+    description: Runs on the controller and executes the modules on the node.
 seealso:
   - module: community.docker.docker_container
 """
@@ -96,8 +98,8 @@ image_info:
   type: dict
   contains:
     name: {description: The image reference., type: str}
-    id: {description: The image id (empty when the image is not there, e.g. in check mode)., type: str}
+    id: {description: 'The image id (empty when the image is not there, for example in check mode).', type: str}
     env: {description: The image's C(TRT_LLM_*) environment (C(NAME=value))., type: list, elements: str}
     labels: {description: The image's labels., type: dict}
-    package_version: {description: The C(tensorrt_llm) package version read in the container, else empty., type: str}
+    package_version: {description: 'The C(tensorrt_llm) package version read in the container, else empty.', type: str}
 """

@@ -74,14 +74,14 @@ def test_warm_run_plans_waits_refreshes_and_publishes():
 
 def test_updated_keys_are_a_change():
     node = Node(plan={"changed": False, "container": RUNNING}, wait={}, sync={"rc": 0, "stdout": "ssh updated\n"})
-    result, _ = run(node)
+    result = run(node)[0]
     assert result["changed"] is True and result["ssh"] == "updated"
 
 
 def test_running_container_with_other_settings_is_refused_without_consent():
     plan = {"changed": True, "container": RUNNING, "diff": {"before": {"env": ["A=0"]}, "after": {"env": ["A=1"]}}}
     node = Node(plan=plan)
-    result, _ = run(node)
+    result = run(node)[0]
     assert node.keys() == ["plan"]
     assert result["failed"] is True and result["changed"] is False and result["differences"] == ["env"]
     assert "trtllm_container_allow_recreate=true" in result["msg"]
@@ -91,7 +91,7 @@ def test_consent_recreates_then_waits_without_refresh():
     plan = {"changed": True, "container": RUNNING, "diff": {"before": {"env": 0}, "after": {"env": 1}}}
     node = Node(plan=plan, apply={"changed": True, "container": {"Id": "c2"}, "diff": {"before": {}, "after": {}}},
                 wait={})
-    result, _ = run(node, diff=True, allow_recreate=True)
+    result = run(node, diff=True, allow_recreate=True)[0]
     assert node.keys() == ["plan", "apply", "wait"]
     assert node.calls[1][1] is False  # applied for real
     assert result["changed"] is True and result["container"] == {"Id": "c2"} and "diff" in result
@@ -99,7 +99,7 @@ def test_consent_recreates_then_waits_without_refresh():
 
 def test_new_container_needs_no_consent():
     node = Node(plan={"changed": True, "container": None}, apply={"changed": True, "container": {"Id": "c2"}}, wait={})
-    result, _ = run(node)
+    result = run(node)[0]
     assert node.keys() == ["plan", "apply", "wait"] and result["changed"] is True
 
 
@@ -114,38 +114,38 @@ def test_check_mode_reports_the_plan_only():
 
 def test_check_mode_refuses_too():
     node = Node(plan={"changed": True, "container": RUNNING})
-    result, _ = run(node, check=True)
+    result = run(node, check=True)[0]
     assert result["failed"] is True
 
 
 def test_single_node_container_has_no_wait_no_refresh():
     node = Node(plan={"changed": False, "container": RUNNING})
-    result, _ = run(node, sshd_port=0)
+    result = run(node, sshd_port=0)[0]
     assert node.keys() == ["plan"] and "ssh" not in result
 
 
 def test_sshd_timeout_fails_with_the_port():
     node = Node(plan={"changed": False, "container": RUNNING}, wait={"failed": True, "msg": "Timeout when waiting"})
-    result, _ = run(node, start_timeout=5)
+    result = run(node, start_timeout=5)[0]
     assert result["failed"] is True
     assert result["msg"].startswith("The sshd of container trtllm-multinode does not listen on 127.0.0.1:2233 after 5 s")
 
 
 def test_failed_refresh_fails():
     node = Node(plan={"changed": False, "container": RUNNING}, wait={}, sync={"rc": 1, "stderr": "cp: denied"})
-    result, _ = run(node)
+    result = run(node)[0]
     assert result["failed"] is True and "cp: denied" in result["msg"]
 
 
 def test_docker_errors_are_reported():
     node = Node(plan={"failed": True, "msg": "Error connecting: docker.sock"})
-    result, _ = run(node)
+    result = run(node)[0]
     assert result["failed"] is True and "Error connecting: docker.sock" in result["msg"]
 
 
 def test_package_version_is_read_out_of_check_mode_for_an_unnamed_image():
     node = Node(plan={"changed": False, "container": RUNNING}, version={"rc": 0, "stdout": "1.3.0rc12\n"})
-    result, _ = run(node, image=UNNAMED, sshd_port=0)
+    result = run(node, image=UNNAMED, sshd_port=0)[0]
     assert node.keys() == ["plan", "version"] and node.calls[1][1] is False
     assert node.calls[1][3]["argv"][0:2] == ["python3", "-c"]
     assert result["image_info"]["package_version"] == "1.3.0rc12"
@@ -157,13 +157,13 @@ def test_package_version_is_read_out_of_check_mode_for_an_unnamed_image():
 ])
 def test_package_version_not_read(args, container, calls):
     node = Node(plan={"changed": True, "container": container})
-    result, _ = run(node, check=True, sshd_port=0, allow_recreate=True, **args)
+    result = run(node, check=True, sshd_port=0, allow_recreate=True, **args)[0]
     assert node.keys() == calls and result["image_info"]["package_version"] == ""
 
 
 def test_failed_version_read_is_no_error():
     node = Node(plan={"changed": False, "container": RUNNING}, version={"rc": 1, "stderr": "No module"})
-    result, _ = run(node, image=UNNAMED, sshd_port=0)
+    result = run(node, image=UNNAMED, sshd_port=0)[0]
     assert "failed" not in result and result["image_info"]["package_version"] == ""
 
 

@@ -130,8 +130,8 @@ RUNNING = {"State": {"Running": True}}
 STOPPED = {"State": {"Running": False}}
 
 
-def plan(changed=True, container=RUNNING, before=None, after=None, image_different=False):
-    out = {"changed": changed, "container": container}
+def plan(changed=True, container="running", before=None, after=None, image_different=False):
+    out = {"changed": changed, "container": RUNNING if container == "running" else container}
     if before is not None:
         out["diff"] = {"before": before, "after": after, "image_different": image_different}
     return out
