@@ -174,7 +174,7 @@ def parse_du(text):
     """``du -b --max-depth=N DIR`` output -> {path: bytes}."""
     out = {}
     for line in str(text or "").splitlines():
-        size, _, path = line.partition("\t")
+        size, dummy, path = line.partition("\t")
         if size.strip().isdigit() and path:
             out[path.rstrip("/")] = int(size)
     return out
@@ -456,7 +456,7 @@ def check_disk_space(node, probe, ctx):
     return ("pass" if fits else "fail"), (
         "%d bytes of models (%d already in the cache, %d to download) + %d bytes reserve (preflight_disk_reserve_bytes) "
         "%s %d bytes free under %s" % (total, present, need, reserve, "fit in" if fits else "do not fit in", free,
-                                        ctx["hf_cache_dir"] or DEFAULT_HF_CACHE))
+                                       ctx["hf_cache_dir"] or DEFAULT_HF_CACHE))
 
 
 def check_memory_budget(node, probe, ctx):
@@ -576,4 +576,3 @@ def verdict(entries):
     if failed:
         return False, " || ".join(" | ".join((e["id"], e["node"], e["message"], e["fix"])) for e in failed)
     return True, ("Preflight passed (%d checks; warnings and skips are in the summary and the report)." % len(entries))
-

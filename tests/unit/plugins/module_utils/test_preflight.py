@@ -45,14 +45,19 @@ Server:
 
 def image_json(image_id):
     return json.dumps([{"Id": image_id, "RepoTags": [IMAGE], "Config": {"Env": ["PATH=/usr/bin"]}}])
+
+
 HF_OK = [{"item": {"repo": "nvidia/Qwen3-235B-A22B-FP4"}, "bytes_total": 100 * GIB, "changed": False},
          {"item": {"repo": "nvidia/Qwen3-235B-A22B-Eagle3"}, "bytes_total": 2 * GIB, "changed": False}]
 CACHE = "/home/spark/.cache/huggingface"
 
 
+def _b64(text):
+    return base64.b64encode(text.encode()).decode()
+
+
 def line(name, rc=0, out="", err=""):
-    enc = lambda s: base64.b64encode(s.encode()).decode()  # noqa: E731
-    return "%s\t%d\t%s\t%s" % (name, rc, enc(out), enc(err))
+    return "%s\t%d\t%s\t%s" % (name, rc, _b64(out), _b64(err))
 
 
 def user_part(**over):
@@ -63,7 +68,7 @@ def user_part(**over):
         "env": (0, ENV_OK, ""),
         "user": (0, "spark", ""),
         "clock": (1, "", "System has not been booted with systemd as init system (PID 1). Can't operate.\n"
-                           "Failed to connect to bus: Host is down"),
+                  "Failed to connect to bus: Host is down"),
         "meminfo": (0, "MemTotal:       131072000 kB\nMemAvailable:   120000000 kB\n", ""),
         "hostfile": (0, "# Managed by sparkops.specdec\n192.168.100.10\n192.168.100.11\n", ""),
         "disk_free": (0, str(500 * GIB), ""),
@@ -255,7 +260,7 @@ def test_gpu_runtime():
         "Docker has no nvidia runtime: runtimes io.containerd.runc.v2, io.containerd.runtime.v1.linux, runc")
     assert by_key[("gpu_runtime", "spark-1")]["fix"] == (
         "Install the NVIDIA Container Toolkit (DGX OS ships it) and check: docker run --rm --gpus all %s nvidia-smi" % IMAGE)
-    assert by_key[("gpu_runtime", "spark-2")] ["status"] == "pass"
+    assert by_key[("gpu_runtime", "spark-2")]["status"] == "pass"
     assert by_key[("gpu_runtime", "spark-2")]["message"] == "Docker has the nvidia runtime"
 
 
@@ -274,7 +279,7 @@ def test_same_port_when_detection_failed():
     fabrics = {"spark-1": fabric(1, ("192.168.100.10/24",)), "spark-2": fabric(failed=True)}
     by_key, _ = run(fabrics=fabrics)
     assert by_key[("same_port", "spark-2")] == dict(by_key[("same_port", "spark-2")], status="fail",
-                                                     message="no cabled ConnectX-7 port is Up")
+                                                    message="no cabled ConnectX-7 port is Up")
     assert by_key[("same_port", "spark-1")]["message"] == "cabled port per node: spark-1: port 1, spark-2: port unknown"
     assert by_key[("link_speed", "spark-2")]["status"] == "skip"
 
@@ -306,7 +311,7 @@ def test_hf_failure_skips_the_budgets():
     assert by_key[("hf_access", "spark-1")]["message"] == "HF token rejected by http://hub:8080: set a valid token"
     for check in ("disk_space", "memory_budget", "mem_available"):
         assert by_key[(check, "spark-2")] == dict(by_key[(check, "spark-2")], status="skip",
-                                                   message="skipped: model sizes unknown (hf_access failed)")
+                                                  message="skipped: model sizes unknown (hf_access failed)")
     passed, msg = _preflight.verdict(entries)
     assert not passed and msg.startswith("hf_access | spark-1 | HF token rejected")
     assert msg.count(" || ") == 1
@@ -377,8 +382,8 @@ def test_summary_and_verdict_format():
 def test_parse_probe_ignores_garbage_and_decodes():
     text = "\n".join([line("a", 0, "x\n", ""), "garbage", "b\tnotanint\t\t", line("c", 2, "", "err\n"), "d\t0\t!!\t"])
     assert _preflight.parse_probe(text) == {"a": {"rc": 0, "stdout": "x", "stderr": ""},
-                                           "c": {"rc": 2, "stdout": "", "stderr": "err"},
-                                           "d": {"rc": 0, "stdout": "", "stderr": ""}}
+                                            "c": {"rc": 2, "stdout": "", "stderr": "err"},
+                                            "d": {"rc": 0, "stdout": "", "stderr": ""}}
 
 
 def test_merge_probe_skipped_and_plain():
@@ -402,7 +407,7 @@ def test_foreign_listeners_ours_and_duplicates():
     listeners = [(8355, [("python3", 5)]), (8355, [("python3", 5)]), (2233, [("sshd", 9)]), (22, [("sshd", 1)]),
                  (8355, [])]
     assert _preflight.foreign_listeners(listeners, {9}, (8355, 2233)) == ["8355 python3(pid 5)",
-                                                                         "8355 (process not shown)"]
+                                                                          "8355 (process not shown)"]
 
 
 @pytest.mark.parametrize("model,rel", [

@@ -33,9 +33,12 @@ IP_NOW = """1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever pr
 RUNNING = '[{"Id":"c0ffee","State":{"Status":"running","Running":true,"Paused":false,"Restarting":false,"Pid":42}}]'
 
 
+def _b64(text):
+    return base64.b64encode(text.encode()).decode()
+
+
 def line(name, rc=0, out="", err=""):
-    enc = lambda s: base64.b64encode(s.encode()).decode()  # noqa: E731
-    return "%s\t%d\t%s\t%s" % (name, rc, enc(out), enc(err))
+    return "%s\t%d\t%s\t%s" % (name, rc, _b64(out), _b64(err))
 
 
 def probe(state=(0, RUNNING, ""), netplan=(0, OURS, ""), addrs=(0, IP_NOW, ""), dirs=None):
@@ -109,7 +112,7 @@ def test_our_netplan_file_and_its_present_cx7_addresses():
     assert node["addresses"] == [{"cidr": "192.168.100.10/24", "dev": "enp1s0f1np1"},
                                  {"cidr": "192.168.101.10/24", "dev": "enP2p1s0f1np1"}]
     assert node["removals"][1:] == ["netplan file " + NETPLAN, "fabric address 192.168.100.10/24 dev enp1s0f1np1",
-                                 "fabric address 192.168.101.10/24 dev enP2p1s0f1np1"]
+                                    "fabric address 192.168.101.10/24 dev enP2p1s0f1np1"]
 
 
 def test_absent_addresses_are_not_planned():
