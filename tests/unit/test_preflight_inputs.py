@@ -35,6 +35,8 @@ CASES = [
     ("port-is-container-sshd", {"specdec_server_port": 2233}, ["specdec_server_port"], "two_sparks", "two_nodes"),
     ("two-problems", {"specdec_server_max_draft_len": 0, "docker_group_name": ""},
      ["docker_group_name", "specdec_server_max_draft_len"], "single_spark", "two_nodes"),
+    ("hf-token-with-newline", {"specdec_server_hf_token": "hf_labCanaryToken0123456789abcdefABCDEF\n"},
+     ["specdec_server_hf_token"], "two_sparks", "two_nodes"),
     ("tp2-one-node", {"specdec_server_tp_size": 2}, ["specdec_server_tp_size"], "single_spark", "two_nodes"),
     ("no-worker", {}, ["inventory"], "two_sparks", "head_only"),
     ("single-two-hosts", {"single_spark_host": "spark_nodes"}, ["inventory"], "single_spark", "two_nodes"),
@@ -82,6 +84,7 @@ def test_invalid_input_rejected_before_any_host_change(case_id, extra, names, pl
         assert len(line) < 400, line
         for noise in ("argument_spec", "AnsibleModule", "Traceback", "validate_argument_spec", "__"):
             assert noise not in line, line
+    assert "hf_labCanaryToken" not in result.stdout + result.stderr
     stats = doc["stats"]
     assert all(s.get("changed", 0) == 0 for s in stats.values()), stats
 

@@ -101,7 +101,8 @@ def test_spelling_for(version, name):
     assert _plan.spelling_for(version)["name"] == name
 
 
-def test_newer_image_renders_new_spelling():
+def test_regression_newer_image_renders_new_spelling():
+    """Was: only the TensorRT-LLM 1.3.0rc12 spellings existed (Eagle, speculative_model_dir)."""
     plan = ok(version="1.4.0rc1")
     spec = plan["llm_api_options"]["speculative_config"]
     assert spec["decoding_type"] == "Eagle3" and "speculative_model" in spec and "speculative_model_dir" not in spec
