@@ -19,6 +19,7 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
 from ansible_collections.sparkops.specdec.plugins.module_utils import _preflight, _settings
 
 _ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -61,10 +62,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
-        args = dict(self._task.args)
-        unknown = sorted(set(args) - _ARGS)
-        if unknown:
-            raise AnsibleError("preflight_report: unknown option(s) %s" % ", ".join(unknown))
+        args = _action.task_args(self, _ARGS)
         plan = args.get("plan")
         if not isinstance(plan, dict) or not isinstance(plan.get("plan"), dict):
             raise AnsibleError("preflight_report: plan must be the registered result of sparkops.specdec.specdec_plan "

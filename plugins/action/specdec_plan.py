@@ -20,6 +20,7 @@ from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
 from ansible_collections.sparkops.specdec.plugins.module_utils import _plan, _settings
 
 _ROLES_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "roles")
@@ -65,10 +66,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
-        args = dict(self._task.args)
-        unknown = sorted(set(args) - _ARGS)
-        if unknown:
-            raise AnsibleError("specdec_plan: unknown option(s) %s" % ", ".join(unknown))
+        args = _action.task_args(self, _ARGS)
         me = task_vars["inventory_hostname"]
         groups = task_vars.get("groups", {})
         play_hosts = list(task_vars.get("ansible_play_hosts_all") or [me])

@@ -17,6 +17,7 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
 from ansible_collections.sparkops.specdec.plugins.module_utils import _preflight, _settings, _teardown
 
 _ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
@@ -48,10 +49,7 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
-        args = dict(self._task.args)
-        unknown = sorted(set(args) - _ARGS)
-        if unknown:
-            raise AnsibleError("teardown_plan: unknown option(s) %s" % ", ".join(unknown))
+        args = _action.task_args(self, _ARGS)
         if not args.get("container"):
             raise AnsibleError("teardown_plan: container (the engine container's name) is required")
         try:

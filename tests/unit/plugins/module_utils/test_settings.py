@@ -523,23 +523,16 @@ def test_removed_name(old, new):
         '%s: %s was removed: set %s instead (one name for this fact across roles).' % (old, old, new)]
 
 
-def test_removed_names_are_exactly_the_one_name_per_fact_change():
-    assert _settings.REMOVED == {
-        'trtllm_container_name': 'specdec_container_name',
-        'specdec_server_container': 'specdec_container_name',
-        'trtllm_container_state_dir': 'specdec_state_dir',
-        'specdec_server_state_dir': 'specdec_state_dir',
-        'trtllm_container_hf_cache_dir': 'specdec_hf_cache_dir',
-        'specdec_server_hf_cache_dir': 'specdec_hf_cache_dir',
-        'trtllm_container_container_hf_cache_dir': 'specdec_container_hf_cache_dir',
-        'specdec_server_container_hf_cache_dir': 'specdec_container_hf_cache_dir',
-        'trtllm_container_ssh_port': 'specdec_container_ssh_port',
-        'ssh_mesh_container_port': 'specdec_container_ssh_port',
-        'trtllm_container_ssh_host_key_dir': 'specdec_container_host_key_dir',
-        'ssh_mesh_container_host_key_dir': 'specdec_container_host_key_dir',
-        'trtllm_container_head_host': 'specdec_head_host',
-        'specdec_server_head_host': 'specdec_head_host',
-    }
+def test_removed_names_are_the_one_name_per_fact_change():
+    """Each shared fact of specdec_common replaced exactly two role-prefixed names, none still declared."""
+    specs = _settings.load_specs(COLLECTION_ROOT)
+    shared = set(specs['specdec_common'])
+    declared = {name for options in specs.values() for name in options}
+    assert len(_settings.REMOVED) == 14 and not set(_settings.REMOVED) & declared
+    assert set(_settings.REMOVED.values()) == shared - {'specdec_deployment_id'}
+    for new in set(_settings.REMOVED.values()):
+        olds = sorted(old for old, repl in _settings.REMOVED.items() if repl == new)
+        assert len(olds) == 2 and all(old.split('_')[0] in ('trtllm', 'specdec', 'ssh') for old in olds), (new, olds)
 
 
 def test_removed_name_wins_over_a_spec_that_still_declares_it():
