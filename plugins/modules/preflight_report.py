@@ -80,8 +80,10 @@ attributes:
     description: Decides the same in check mode, and writes the report (controller output).
   diff_mode:
     support: none
+    description: Changes nothing on any node, so there is nothing to show.
   action:
     support: full
+    description: Runs on the controller as an action plugin.
 notes:
   - The per-node trtllm_container_gpus setting is read from each node's variables (default V(true), the role's).
 seealso:
@@ -118,11 +120,11 @@ checks:
   type: list
   elements: dict
   contains:
-    id: {description: The check, e.g. ports_free., type: str}
-    node: {description: Inventory name of the node., type: str}
-    status: {description: pass, warn, fail or skip., type: str}
-    message: {description: What was found (for a port taken by another process, the port and the process)., type: str}
-    fix: {description: How to fix it., type: str}
+    id: {description: 'The check, e.g. ports_free.', type: str}
+    node: {description: 'Inventory name of the node.', type: str}
+    status: {description: 'pass, warn, fail or skip.', type: str}
+    message: {description: 'What was found (for a port taken by another process, the port and the process).', type: str}
+    fix: {description: 'How to fix it.', type: str}
   sample:
     - {id: ports_free, node: spark-1, status: pass, message: ports 8355 and 2233 are free or ours,
        fix: "Stop that process, or set specdec_server_port / specdec_container_ssh_port to free ports."}

@@ -56,8 +56,10 @@ attributes:
     description: Plans the same in check mode; RV(proceed) is true and no server stop is planned.
   diff_mode:
     support: none
+    description: Changes nothing on any node, so there is nothing to show.
   action:
     support: full
+    description: Runs on the controller as an action plugin.
 notes:
   - Each node's C(ansible_host), C(netplan_qsfp_apply) and C(netplan_qsfp_apply_method) are read from its variables.
 seealso:

@@ -139,7 +139,7 @@ def run_once(repo, env, label, log_dir):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n', maxsplit=1)[0])
     parser.add_argument('--runs', type=int, default=5, help='counted runs (>= %d; default 5), after 1 warm-up' % MIN_RUNS)
     parser.add_argument('--repo', default=ROOT, help='checkout to run from (default: the one holding this script, %(default)s)')
     parser.add_argument('--json-out', metavar='FILE', help='also write the figures as JSON to FILE')

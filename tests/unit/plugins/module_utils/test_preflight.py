@@ -102,7 +102,8 @@ def fabric(port=1, ips=("192.168.100.10/24",), speed=200000, failed=False):
                            {"netdev": devs[1], "speed_mbps": speed, "ipv4": ["192.168.101.1%s/24" % ips[0][-4]]}]}
 
 
-def run(probes=None, fabrics=None, hf=None, plan=None, settings=None, hosts=HOSTS):
+def run(probes=None, fabrics=None, hf=None, plan=None, settings=None, hosts=None):
+    hosts = HOSTS if hosts is None else hosts
     probes = probes if probes is not None else {h: registered() for h in hosts}
     fabrics = fabrics if fabrics is not None else {"spark-1": fabric(ips=("192.168.100.10/24",)),
                                                    "spark-2": fabric(ips=("192.168.100.11/24",))}
@@ -128,7 +129,7 @@ def test_clean_two_nodes_every_check_once_per_node_in_order():
 
 
 def test_clean_messages():
-    by_key, _ = run()
+    by_key, dummy = run()
     msg = {k[0]: v["message"] for k, v in by_key.items() if k[1] == "spark-1"}
     assert msg["docker_nosudo"] == "docker ps works without sudo"
     assert msg["gpu_runtime"] == "skipped: this inventory has no GPU (trtllm_container_gpus: false)"
@@ -235,7 +236,7 @@ def test_node_fault(case, node, user, root, check, status, texts):
 def test_same_user_and_same_image_fail_on_every_node():
     probes = {h: registered() for h in HOSTS}
     probes["spark-2"] = registered(user_part(user=(0, "sparkb", ""), image=(0, image_json("sha256:" + "c" * 64), "")))
-    by_key, _ = run(probes=probes)
+    by_key, dummy = run(probes=probes)
     for host in HOSTS:
         assert by_key[("same_user", host)]["status"] == "fail"
         assert by_key[("same_image", host)]["status"] == "fail"
@@ -244,7 +245,7 @@ def test_same_user_and_same_image_fail_on_every_node():
 def test_image_on_one_node_only_skips_on_the_other():
     probes = {h: registered() for h in HOSTS}
     probes["spark-2"] = registered(user_part(image=(1, "", "No such image")))
-    by_key, _ = run(probes=probes)
+    by_key, dummy = run(probes=probes)
     assert by_key[("same_image", "spark-1")]["status"] == "skip"
     assert by_key[("same_image", "spark-1")]["message"] == (
         "skipped, not on every node yet: image ids: spark-1=%s, spark-2=" % IMAGE_ID)
@@ -254,7 +255,7 @@ def test_gpu_runtime():
     gpus = {"gpus": {"spark-1": True, "spark-2": True}}
     probes = {h: registered() for h in HOSTS}
     probes["spark-2"] = registered(user_part(runtimes=(0, DOCKER_INFO.replace(" runc\n", " nvidia runc\n"), "")))
-    by_key, _ = run(probes=probes, settings=gpus)
+    by_key, dummy = run(probes=probes, settings=gpus)
     assert by_key[("gpu_runtime", "spark-1")]["status"] == "fail"
     assert by_key[("gpu_runtime", "spark-1")]["message"] == (
         "Docker has no nvidia runtime: runtimes io.containerd.runc.v2, io.containerd.runtime.v1.linux, runc")
@@ -266,7 +267,7 @@ def test_gpu_runtime():
 
 def test_same_port_and_env_when_spark2_moved_to_port_0():
     fabrics = {"spark-1": fabric(1, ("192.168.100.10/24",)), "spark-2": fabric(0, ("192.168.100.11/24",))}
-    by_key, _ = run(fabrics=fabrics)
+    by_key, dummy = run(fabrics=fabrics)
     for host in HOSTS:
         assert by_key[("same_port", host)]["status"] == "fail"
         assert by_key[("same_port", host)]["message"] == "cabled port per node: spark-1: port 1, spark-2: port 0"
@@ -277,7 +278,7 @@ def test_same_port_and_env_when_spark2_moved_to_port_0():
 
 def test_same_port_when_detection_failed():
     fabrics = {"spark-1": fabric(1, ("192.168.100.10/24",)), "spark-2": fabric(failed=True)}
-    by_key, _ = run(fabrics=fabrics)
+    by_key, dummy = run(fabrics=fabrics)
     assert by_key[("same_port", "spark-2")] == dict(by_key[("same_port", "spark-2")], status="fail",
                                                     message="no cabled ConnectX-7 port is Up")
     assert by_key[("same_port", "spark-1")]["message"] == "cabled port per node: spark-1: port 1, spark-2: port unknown"
@@ -286,7 +287,7 @@ def test_same_port_when_detection_failed():
 
 def test_link_speed_warns_below_200g():
     fabrics = {"spark-1": fabric(1, ("192.168.100.10/24",), speed=10000), "spark-2": fabric(1, ("192.168.100.11/24",))}
-    by_key, _ = run(fabrics=fabrics)
+    by_key, dummy = run(fabrics=fabrics)
     assert by_key[("link_speed", "spark-1")]["status"] == "warn"
     assert by_key[("link_speed", "spark-1")]["message"] == (
         "below 200000 Mb/s: enp1s0f1np1, enP2p1s0f1np1 at 10000, 10000 Mb/s")
@@ -296,7 +297,7 @@ def test_link_speed_warns_below_200g():
 def test_fabric_ips_when_an_address_is_missing():
     fabrics = {"spark-1": fabric(1, ("192.168.100.10/24",)), "spark-2": fabric(1, ("192.168.100.11/24",))}
     fabrics["spark-2"]["interfaces"][0]["ipv4"] = []
-    by_key, _ = run(fabrics=fabrics)
+    by_key, dummy = run(fabrics=fabrics)
     for host in HOSTS:
         assert by_key[("fabric_ips", host)]["status"] == "fail"
         assert by_key[("fabric_ips", host)]["message"] == (
@@ -319,7 +320,7 @@ def test_hf_failure_skips_the_budgets():
 
 def test_reserves_that_cannot_fit():
     settings = {"usable_memory_bytes": 1048576, "memory_reserve_bytes": 10 ** 15, "disk_reserve_bytes": 10 ** 15}
-    by_key, _ = run(settings=settings)
+    by_key, dummy = run(settings=settings)
     assert by_key[("disk_space", "spark-1")]["status"] == "fail"
     assert "1000000000000000 bytes reserve (preflight_disk_reserve_bytes) do not fit in" in \
         by_key[("disk_space", "spark-1")]["message"]
@@ -333,7 +334,7 @@ def test_reserves_that_cannot_fit():
 @pytest.mark.parametrize("usable,status", [(int((52 * GIB + 4 * GIB) / 0.9) + 1, "pass"),
                                            (int((52 * GIB + 4 * GIB) / 0.9) - 10, "fail")])
 def test_memory_budget_edge(usable, status):
-    by_key, _ = run(settings={"usable_memory_bytes": usable})
+    by_key, dummy = run(settings={"usable_memory_bytes": usable})
     assert by_key[("memory_budget", "spark-1")]["status"] == status
 
 
@@ -342,7 +343,7 @@ def test_disk_counts_only_what_is_missing():
     user = user_part(disk_free=(0, str(12 * GIB + 1), ""),
                      cache=(0, "%d\t%s/hub/models--nvidia--Qwen3-235B-A22B-FP4\n" % (120 * GIB, CACHE), ""))
     probes = {h: registered(user) for h in HOSTS}
-    by_key, _ = run(probes=probes, settings={"hf_cache_dir": "/data/hf"})
+    by_key, dummy = run(probes=probes, settings={"hf_cache_dir": "/data/hf"})
     got = by_key[("disk_space", "spark-1")]
     assert got["status"] == "pass", got
     assert "(%d already in the cache, %d to download)" % (100 * GIB, 2 * GIB) in got["message"]
@@ -361,7 +362,7 @@ def test_root_part_that_could_not_run():
     probes = {h: registered() for h in HOSTS}
     probes["spark-1"] = {"results": [user_part(), {"item": "root", "failed": True, "rc": 1, "stdout": "",
                                                    "msg": "Missing sudo password"}]}
-    by_key, _ = run(probes=probes)
+    by_key, dummy = run(probes=probes)
     assert by_key[("ports_free", "spark-1")]["status"] == "fail"
     assert by_key[("ports_free", "spark-1")]["message"] == (
         "cannot list the listening ports (ss -Hltnp as root): Missing sudo password")
