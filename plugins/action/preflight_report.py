@@ -22,7 +22,6 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
 from ansible_collections.sparkops.specdec.plugins.module_utils import _preflight, _settings
 
-_ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 _ARGS = frozenset(("plan", "probes", "fabric", "hf_results", "container", "ssh_port", "hf_cache_dir",
                    "usable_memory_bytes", "memory_reserve_bytes", "disk_reserve_bytes", "report_path"))
 _INT_ARGS = ("usable_memory_bytes", "memory_reserve_bytes", "disk_reserve_bytes")
@@ -43,16 +42,6 @@ def write_report(path, entries):
             os.unlink(tmp)
         raise
     return path
-
-
-_OPTIONS = {}
-
-
-def _spec_default(name):
-    """Default of a role setting, from the roles' meta/argument_specs.yml (read once)."""
-    if not _OPTIONS:
-        _OPTIONS.update(_settings.known_options(_settings.load_specs(_ROOT)))
-    return (_OPTIONS.get(name) or {}).get("default")
 
 
 class ActionModule(ActionBase):
@@ -86,7 +75,7 @@ class ActionModule(ActionBase):
                     value = hostvars[host]["trtllm_container_gpus"]
             except Exception:  # an undefined inventory value: the role's default applies
                 value = None
-            gpus[host] = boolean(_spec_default("trtllm_container_gpus") if value is None else value, strict=False)
+            gpus[host] = boolean(_action.spec_default("trtllm_container_gpus") if value is None else value, strict=False)
         settings["gpus"] = gpus
 
         probes = {h: _preflight.merge_probe(r) for h, r in (args.get("probes") or {}).items() if h in hosts}

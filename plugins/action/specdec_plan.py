@@ -12,9 +12,6 @@ plugins/modules/specdec_plan.py.
 from __future__ import annotations
 
 import datetime
-import os
-
-import yaml
 
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
@@ -23,27 +20,10 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
 from ansible_collections.sparkops.specdec.plugins.module_utils import _plan, _settings
 
-_ROLES_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "roles")
 _ARGS = frozenset(("topology", "commits", "downloads", "image", "state", "server_running", "probe", "allow_restart"))
 # Settings that must be the same on every member of a deployment (the server's and the shared
 # facts, and the image: TP=2 needs one config and one engine on every rank).
 _SAME_ON_ALL = ("specdec_", "trtllm_container_image", "trtllm_container_trtllm_version")
-
-
-def _role_defaults():
-    """Every role's defaults that are plain values (Jinja defaults are computed by the plan)."""
-    out = {}
-    for role in sorted(os.listdir(_ROLES_DIR)):
-        path = os.path.join(_ROLES_DIR, role, "defaults", "main.yml")
-        if not os.path.exists(path):
-            continue
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle) or {}
-        for key, value in data.items():
-            if isinstance(value, str) and ("{{" in value or "{%" in value):
-                continue
-            out[key] = value
-    return out
 
 
 def _runtime_facts(hostvars, host):
@@ -75,8 +55,10 @@ class ActionModule(ActionBase):
             raise AnsibleError("specdec_plan: topology must be two_sparks or single_spark, got %s" % topology)
 
         hostvars = task_vars["hostvars"]
-        specs = _settings.load_specs(os.path.join(_ROLES_DIR, ".."))
-        defaults = _role_defaults()
+        specs = _action.specs()
+        # Role defaults as declared in the argument specs (equal to defaults/main.yml, a unit test checks;
+        # the Jinja defaults declare none and are computed by the plan).
+        defaults = _action.spec_defaults()
         user = {}
         errors = []
         per_host = {}

@@ -10,26 +10,15 @@ in plugins/modules/teardown_plan.py.
 
 from __future__ import annotations
 
-import os
-
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
-from ansible_collections.sparkops.specdec.plugins.module_utils import _preflight, _settings, _teardown
+from ansible_collections.sparkops.specdec.plugins.module_utils import _preflight, _teardown
 
-_ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 _ARGS = frozenset(("probes", "confirm", "remove_models", "remove_netplan", "container", "netplan_file"))
-_OPTIONS = {}
-
-
-def _spec_default(name):
-    """Default of a role setting, from the roles' meta/argument_specs.yml (read once)."""
-    if not _OPTIONS:
-        _OPTIONS.update(_settings.known_options(_settings.load_specs(_ROOT)))
-    return (_OPTIONS.get(name) or {}).get("default")
 
 
 def _host_setting(hostvars, host, name):
@@ -39,7 +28,7 @@ def _host_setting(hostvars, host, name):
             return hostvars[host][name]
     except Exception:  # an undefined inventory value: the role's default applies
         pass
-    return _spec_default(name)
+    return _action.spec_default(name)
 
 
 class ActionModule(ActionBase):
@@ -69,7 +58,7 @@ class ActionModule(ActionBase):
             method = to_text(_host_setting(hostvars, host, "netplan_qsfp_apply_method") or "netplan")
             options = {
                 "container": to_text(args["container"]),
-                "netplan_file": to_text(args.get("netplan_file") or _spec_default("netplan_qsfp_file") or ""),
+                "netplan_file": to_text(args.get("netplan_file") or _action.spec_default("netplan_qsfp_file") or ""),
                 "remove_models": remove_models,
                 "remove_netplan": remove_netplan,
                 "check_mode": check_mode,

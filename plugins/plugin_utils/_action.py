@@ -5,7 +5,14 @@
 
 from __future__ import annotations
 
+import os
+
 from ansible.errors import AnsibleError
+
+from ansible_collections.sparkops.specdec.plugins.module_utils import _settings
+
+_ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
+_SPECS = {}
 
 
 def task_args(action, allowed):
@@ -16,3 +23,20 @@ def task_args(action, allowed):
         raise AnsibleError("%s: unknown option(s) %s; known: %s"
                            % (action._task.action, ", ".join(unknown), ", ".join(sorted(allowed))))
     return args
+
+
+def specs():
+    """The roles' meta/argument_specs.yml options by role (read once per controller process)."""
+    if not _SPECS:
+        _SPECS.update(_settings.load_specs(_ROOT))
+    return _SPECS
+
+
+def spec_defaults():
+    """Every setting that declares a default (roles' argument specs and the playbooks' settings) -> it."""
+    return {name: spec["default"] for name, spec in _settings.known_options(specs()).items() if "default" in spec}
+
+
+def spec_default(name):
+    """The declared default of one setting (None when it declares none)."""
+    return spec_defaults().get(name)
