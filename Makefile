@@ -13,18 +13,18 @@ export PYTHONPATH := $(COLL)
 PLAYBOOK := $(BIN)/ansible-playbook
 LAB_INV := inventories/lab/hosts.yml
 
-.PHONY: help deps venv link host-deps lab-up lab-down demo test lint sanity units molecule bench bench-converge preflight clean
+.PHONY: help deps venv link host-deps lab-up lab-down demo test changelog-lint lint sanity units molecule bench bench-converge preflight clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-$(BIN)/ansible-playbook: requirements.txt
+$(BIN)/ansible-playbook: requirements.txt requirements-test.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -r requirements.txt
+	$(BIN)/pip install --quiet -r requirements-test.txt
 	touch $@
 
-venv: $(BIN)/ansible-playbook  ## create .venv with requirements.txt
+venv: $(BIN)/ansible-playbook  ## create .venv with requirements-test.txt (runtime: requirements.txt)
 
 link:
 	@mkdir -p $(dir $(LINK))
@@ -33,7 +33,7 @@ link:
 deps: venv link  ## Python venv + collections (from the ansible package, else Galaxy)
 	@for c in community.docker ansible.posix ansible.utils community.general; do \
 	  $(BIN)/ansible-galaxy collection list $$c >/dev/null 2>&1 || need=1; done; \
-	if [ -n "$$need" ]; then $(BIN)/ansible-galaxy collection install -r requirements.yml -p $(COLL); fi
+	if [ -n "$$need" ]; then $(BIN)/ansible-galaxy collection install -r tests/requirements.yml -p $(COLL); fi
 
 host-deps:  ## Docker engine and debootstrap on this machine (Debian/Ubuntu, as root)
 	@bash tests/lab/host-deps.sh
@@ -76,7 +76,19 @@ molecule: lab-up  ## Molecule scenarios on the lab: two nodes, downloads, fault 
 	SPECDEC_METHOD=draft_target TRTLLM_STANDIN=1.4.0rc1 $(BIN)/molecule test -s single_node
 	SPECDEC_METHOD=none $(BIN)/molecule test -s single_node
 
-test: lint sanity molecule units  ## everything CI runs (pytest last: its summary closes the run)
+changelog-lint: deps  ## antsibull-changelog lint of changelogs/fragments
+	$(BIN)/antsibull-changelog lint
+
+STAGES := changelog-lint lint sanity units molecule
+test: deps  ## everything CI runs, stage by stage, each stage's duration printed (and a summary at the end)
+	@set -e; summary=""; all=$$(date +%s); \
+	for stage in $(STAGES); do \
+	  start=$$(date +%s); echo "== stage $$stage: started $$(date -u +%H:%M:%S)"; \
+	  if $(MAKE) --no-print-directory $$stage; then rc=0; else rc=$$?; fi; \
+	  took=$$(( $$(date +%s) - start )); summary="$$summary$$(printf '%-15s %5d s  %s' $$stage $$took $$([ $$rc = 0 ] && echo ok || echo FAILED))\n"; \
+	  echo "== stage $$stage: $$took s, $$([ $$rc = 0 ] && echo ok || echo "FAILED (rc $$rc)")"; \
+	  if [ $$rc != 0 ]; then printf "== stages\n$$summary"; exit $$rc; fi; \
+	done; printf "== stages\n$$summary== total: %d s\n" $$(( $$(date +%s) - all ))
 
 clean: lab-down  ## remove the lab and build products (keeps downloaded nothing else)
 	rm -rf .build .lab
