@@ -1,0 +1,122 @@
+# -*- coding: utf-8 -*-
+"""module_utils/_tune.py on synthetic sweeps: speculation loses -> none, a clear win, a noisy tie,
+latency bounds, and the cheaper-than-a-full-sweep search (cost ratio and distance from the best)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ansible_collections.sparkops.specdec.plugins.module_utils import _bench, _tune
+
+
+def sweep(points, concurrency=1, acceptance=None, ttft=0.2, itl=0.05):
+    """points: {point: [tok/s per repeat]} -> run summaries as the role would collect them."""
+    runs = []
+    for point, values in points.items():
+        for value in values:
+            rates = (acceptance or {}).get(point, {})
+            runs.append({'point': point, 'concurrency': concurrency, 'prompt_set': 'short',
+                         'output_tokens_per_second': value, 'ttft_p90': ttft if not isinstance(ttft, dict)
+                         else ttft[point], 'itl_p90': itl,
+                         'acceptance_rate': None if point == 'none' else 0.9,
+                         'mean_accepted_length': None if point == 'none' else 1 + sum(rates.values()),
+                         'acceptance_by_position': rates})
+    return runs
+
+
+# The lab's CPU result (../shared/reference/real-engine.md): speculation loses despite ~90 % acceptance.
+CPU = {'none': [34.1, 31.2, 37.2], 1: [20.1, 19.5, 20.6], 2: [21.4, 20.9, 22.0], 3: [21.0, 20.2, 21.6],
+       4: [22.7, 22.0, 23.1], 8: [22.5, 21.8, 23.0]}
+
+
+def test_speculation_loses_picks_none_and_says_why():
+    got = _tune.pick(sweep(CPU), {'concurrency': 1})
+    assert got['pick'] == 'none' and got['best_by_median'] == 'none'
+    assert 'no speculation: 34.1 tok/s (31.2-37.2 over 3 runs)' in got['reason']
+    assert 'draft length 4' in got['reason'] and '0.67x' in got['reason']
+
+
+def test_clear_win_picks_the_best_draft_length_with_speedup_and_acceptance():
+    got = _tune.pick(sweep({'none': [20, 21, 19], 2: [28, 29, 28.5], 3: [31, 32, 31.5], 4: [30, 30.5, 29.5]}),
+                     {'concurrency': 1})
+    assert got['pick'] == 3
+    assert '1.57x the baseline' in got['reason'] and 'range 1.48-1.68x' in got['reason']
+    assert 'acceptance 0.900' in got['reason']
+    row = next(r for r in got['candidates'] if r['point'] == 3)
+    assert row['speedup']['median'] == pytest.approx(31.5 / 20)
+
+
+def test_noisy_tie_goes_to_the_shorter_draft():
+    # 4 has the best median (30.0) but 2's spread reaches 30.5: within noise -> the cheaper 2.
+    got = _tune.pick(sweep({'none': [20, 20.5, 19.5], 2: [27.0, 29.0, 30.5], 4: [29.5, 30.0, 30.2]}),
+                     {'concurrency': 1})
+    assert got['best_by_median'] == 4 and got['pick'] == 2
+    assert 'noisy tie' in got['reason']
+
+
+def test_noisy_tie_with_the_baseline_goes_to_no_speculation():
+    got = _tune.pick(sweep({'none': [25, 27, 30], 3: [28, 28.5, 29]}), {'concurrency': 1})
+    assert got['best_by_median'] == 3 and got['pick'] == 'none'
+
+
+def test_latency_bound_excludes_points():
+    runs = sweep({'none': [20, 20, 20], 2: [30, 30, 30], 8: [35, 35, 35]},
+                 ttft={'none': 0.2, 2: 0.3, 8: 0.9})
+    got = _tune.pick(runs, {'concurrency': 1, 'ttft_p90_max': 0.5})
+    assert got['pick'] == 2
+    assert 'excluded: draft length 8 (ttft_p90 median 0.900 s > 0.5 s)' in got['reason']
+    none = _tune.pick(runs, {'concurrency': 1, 'ttft_p90_max': 0.1})
+    assert none['pick'] is None and none['reason'].startswith('no point meets the objective')
+
+
+def test_objective_concurrency_selects_the_points():
+    runs = sweep({'none': [20], 2: [30]}, concurrency=1) + sweep({'none': [80], 2: [60]}, concurrency=8)
+    assert _tune.pick(runs, {'concurrency': 1})['pick'] == 2
+    assert _tune.pick(runs, {'concurrency': 8})['pick'] == 'none'
+    with pytest.raises(_bench.BenchError, match='no point at concurrency 4'):
+        _tune.pick(runs, {'concurrency': 4})
+
+
+def test_search_stops_after_the_probes_when_speculation_loses():
+    result = _tune.evaluate_search(sweep(CPU), {'concurrency': 1})
+    assert result['measured'] == ['none', 1, 4]
+    assert result['tuner_pick'] == 'none' == result['full_pick']
+    assert result['cost_ratio'] == pytest.approx(0.5)
+    assert result['pick_gap'] == 0 and result['within_spread'] is True
+
+
+def geometric(q, k):
+    return {str(i): q ** (i + 1) for i in range(k)}
+
+
+def test_search_measures_the_predicted_best_neighbour():
+    # A memory-bound GPU-like case: step time 10 ms + 0.3 ms per draft token, acceptance 0.9 per position:
+    # the probes (1, 4) predict that 8 beats 4 beyond its spread, so 8 is measured, and nothing else.
+    def tps(k):
+        return 1000 * (1 + sum(0.9 ** (i + 1) for i in range(k))) / (10 + 0.3 * k) if k != 'none' else 100.0
+    points = {p: [tps(p) * f for f in (0.98, 1.0, 1.02)] for p in ['none', 1, 2, 3, 4, 8]}
+    acceptance = {p: geometric(0.9, p) for p in [1, 2, 3, 4, 8]}
+    result = _tune.evaluate_search(sweep(points, acceptance=acceptance), {'concurrency': 1},
+                                   point_seconds={'none': 60, 1: 90, 2: 90, 3: 90, 4: 90, 8: 90})
+    assert result['measured'] == ['none', 1, 4, 8]
+    assert result['tuner_pick'] == 8
+    assert result['cost_ratio'] == pytest.approx((60 + 3 * 90) / (60 + 5 * 90))
+    assert result['within_spread'] is True
+    assert result['tuner_pick'] == result['full_pick']
+
+
+def test_search_skips_a_neighbour_predicted_within_the_spread():
+    # Acceptance 0.8, 1 ms per draft token: 8 is predicted no better than 4's spread; 4 is picked, as the
+    # full sweep's noisy-tie rule also does.
+    def tps(k):
+        return 1000 * (1 + sum(0.8 ** (i + 1) for i in range(k))) / (10 + k) if k != 'none' else 100.0
+    points = {p: [tps(p) * f for f in (0.98, 1.0, 1.02)] for p in ['none', 1, 2, 3, 4, 8]}
+    result = _tune.evaluate_search(sweep(points, acceptance={p: geometric(0.8, p) for p in [1, 2, 3, 4, 8]}),
+                                   {'concurrency': 1})
+    assert result['measured'] == ['none', 1, 4] and result['cost_ratio'] == pytest.approx(0.5)
+    assert result['tuner_pick'] == 4 == result['full_pick'] and result['within_spread'] is True
+
+
+def test_next_points_starts_with_baseline_and_probes():
+    assert _tune.next_points([]) == ['none', 1, 4]
+    assert _tune.next_points([], candidates=[2, 3], probes=[1, 4]) == ['none']
