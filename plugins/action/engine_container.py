@@ -31,6 +31,7 @@ ARGUMENT_SPEC = {
     "allow_recreate": {"type": "bool", "default": False},
     "image": {"type": "dict", "default": {}},
     "trtllm_version": {"type": "str", "default": ""},
+    "engine": {"type": "str", "default": "trtllm", "choices": ["trtllm", "llamacpp"]},
     "sshd_port": {"type": "int", "default": 0},
     "start_timeout": {"type": "int", "default": 300},
 }
@@ -108,7 +109,9 @@ class ActionModule(ActionBase):
 
             image = args["image"] or {}
             version = ""
-            if _container.needs_package_version(image, args["trtllm_version"]) and (not check or result["container"]):
+            # llama.cpp images have no TensorRT-LLM version to read (nor, often, python3).
+            if (args["engine"] == "trtllm" and _container.needs_package_version(image, args["trtllm_version"])
+                    and (not check or result["container"])):
                 read = self._module(DOCKER_EXEC, {"container": name, "argv": ["python3", "-c", PACKAGE_VERSION]},
                                     task_vars, check_mode=False)
                 if not read.get("failed") and read.get("rc", 1) == 0:

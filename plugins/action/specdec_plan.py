@@ -125,7 +125,8 @@ class ActionModule(ActionBase):
         dep = _plan.deployment_from_inventory(settings, topology, members, head or me, addresses)
         image = args.get("image") or {}
         version, source = (None, None)
-        if image:
+        # llama-server has no TensorRT-LLM version: the image is only recorded (name and id).
+        if image and dep["engine"] == "trtllm":
             version, source = _plan.image_version(settings.get("trtllm_container_image"), image.get("env"),
                                                   image.get("labels"), image.get("package_version"),
                                                   settings.get("trtllm_container_trtllm_version"))

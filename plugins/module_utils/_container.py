@@ -55,13 +55,14 @@ class ContainerError(ValueError):
 def container_spec(settings):
     """The community.docker.docker_container parameters of the engine container.
 
-    settings: name, image, multinode, gpus, infiniband_device, ulimits, ipc_mode, shm_size, cuda_env, env,
+    settings: name, image, engine (trtllm, llamacpp), multinode, gpus, infiniband_device, ulimits, ipc_mode, shm_size, cuda_env, env,
     fabric_interfaces, nccl_ib_hca, hostfile_hosts, state_dir, hf_cache (host directory), container_hf_cache_dir,
     home (the deploy user's), host_key_dir, ssh_port, entrypoint_sha1.
 
     Multi-node: sshd on ssh_port (SSH_PORT), the NCCL/UCX/OpenMPI interface variables on the fabric interfaces,
     the OpenMPI hostfile, one rank per node, the deploy user's ~/.ssh and the pinned host key mounted read-only.
-    Raises ContainerError for a multi-node container without the fabric inputs.
+    Engine llamacpp: one node only; the image's ENTRYPOINT (llama-server in llama.cpp's images) is replaced by the
+    entrypoint script. Raises ContainerError for a multi-node container without the fabric inputs, or of llamacpp.
     """
     s = settings
     multinode = _bool(s.get("multinode"))
@@ -72,6 +73,11 @@ def container_spec(settings):
             "A multi-node container needs trtllm_container_hostfile_hosts (one fabric IP per node, got %s) and "
             "trtllm_container_fabric_interfaces (got %s): run it after netplan_qsfp, as playbooks/two_sparks.yml "
             "does, or set trtllm_container_multinode: false." % (hosts, interfaces))
+    llama = (s.get("engine") or "trtllm") == "llamacpp"
+    if multinode and llama:
+        raise ContainerError(
+            "specdec_server_engine: llamacpp serves on one Spark (no sshd, no MPI); use playbooks/single_spark.yml "
+            "(trtllm_container_multinode: false), or specdec_server_engine: trtllm.")
     state_dir = s["state_dir"]
     env = dict(s.get("cuda_env") or {})
     env.update(s.get("env") or {})
@@ -110,6 +116,11 @@ def container_spec(settings):
         "volumes": volumes,
         "command": ["bash", state_dir + "/entrypoint.sh"],
     }
+    if llama:
+        # llama.cpp server images set ENTRYPOINT to llama-server itself (ggml-org's Dockerfiles): our entrypoint
+        # replaces it, so that the container idles and the plan's server.sh starts llama-server.
+        spec["entrypoint"] = ["bash"]
+        spec["command"] = [state_dir + "/entrypoint.sh"]
     if s.get("shm_size"):
         spec["shm_size"] = s["shm_size"]
     if _bool(s.get("gpus")):

@@ -17,7 +17,11 @@ Sources of the facts encoded here:
   -> ``speculative_model``, old name kept as an alias) and #10124 (``decoding_type: Eagle3``),
   merged Dec 2025; the API reference of 1.3.0rc27 and 1.4.0rc1 documents the new names; the
   discriminated union of ``tensorrt_llm/llmapi/llm_args.py`` spells Draft-Target ``Draft_Target``;
-* the release image's ``ENV TRT_LLM_VERSION`` (TensorRT-LLM ``docker/Dockerfile.multi``, release stage).
+* the release image's ``ENV TRT_LLM_VERSION`` (TensorRT-LLM ``docker/Dockerfile.multi``, release stage);
+* engine ``llamacpp``: llama.cpp ``llama-server`` (tools/server/README.md of the vendored tree in the
+  llama-cpp-python 0.3.36 sdist): ``-md`` loads a draft but drafts nothing without ``--spec-type
+  draft-simple``; the draft length is ``--spec-draft-n-max`` (``--draft-max`` was removed); ``--alias``
+  names the model ``/v1/models`` reports; ``/health`` answers 503 while loading, 200 when ready.
 """
 
 from __future__ import annotations
@@ -34,13 +38,16 @@ except ImportError:  # pragma: no cover
     InvalidVersion = ValueError
 
 SCHEMA_VERSION = 1
-ENGINES = ("trtllm",)
+ENGINES = ("trtllm", "llamacpp")
 METHODS = ("eagle3", "draft_target", "none")
+# The methods each engine serves (llama-server speculates with a standalone draft model only).
+ENGINE_METHODS = {"trtllm": METHODS, "llamacpp": ("draft_target", "none")}
 TOPOLOGIES = ("two_sparks", "single_spark")
 
 # The runbook's three setups. Keys of llm_api_options are TensorRT-LLM's own.
 PRESETS = {
     "gpt-oss-120b-eagle3": {
+        "engine": "trtllm",
         "method": "eagle3",
         "target_model": "openai/gpt-oss-120b",
         "draft_model": "nvidia/gpt-oss-120b-Eagle3-long-context",
@@ -61,6 +68,7 @@ PRESETS = {
         },
     },
     "llama-3.3-70b-draft-target": {
+        "engine": "trtllm",
         "method": "draft_target",
         "target_model": "nvidia/Llama-3.3-70B-Instruct-FP4",
         "draft_model": "nvidia/Llama-3.1-8B-Instruct-FP4",
@@ -80,6 +88,7 @@ PRESETS = {
         },
     },
     "qwen3-235b-eagle3-tp2": {
+        "engine": "trtllm",
         "method": "eagle3",
         "target_model": "nvidia/Qwen3-235B-A22B-FP4",
         "draft_model": "nvidia/Qwen3-235B-A22B-Eagle3",
@@ -101,9 +110,61 @@ PRESETS = {
         },
     },
 }
+# llama.cpp presets: GGUF files inside Hugging Face repos. The lab pair (tests/lab): Qwen2.5-Coder 1.5B
+# target and 0.5B draft, one tokenizer (vocab 151,936), Q4_K_M.
+PRESETS["qwen2.5-coder-1.5b-llamacpp"] = {
+    "engine": "llamacpp",
+    "method": "draft_target",
+    "target_model": "sparkops-lab/Qwen2.5-Coder-1.5B-Instruct-GGUF",
+    "target_file": "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    "draft_model": "sparkops-lab/Qwen2.5-Coder-0.5B-Instruct-GGUF",
+    "draft_file": "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    "max_draft_len": 4,
+    "tp_size": 1,
+    "port": 8080,
+    "host": "localhost",
+    "ctx_size": 4096,
+    "threads": None,
+    "max_batch_size": None,
+    "max_num_tokens": None,
+    "kv_cache_free_gpu_memory_fraction": None,
+    "tiktoken": False,
+    "llm_api_options": {},
+}
+# The preset ``auto`` picks per engine (trtllm: by node count and method, see pick_preset).
+AUTO_PRESET = {"llamacpp": "qwen2.5-coder-1.5b-llamacpp"}
 # specdec_server_* overrides of preset fields (null = the preset's value).
 OVERRIDABLE = ("method", "target_model", "draft_model", "max_draft_len", "tp_size", "port", "host",
                "max_batch_size", "max_num_tokens", "kv_cache_free_gpu_memory_fraction")
+# Overrides that only engine llamacpp reads (a GGUF file per repo, llama-server's context and threads).
+LLAMACPP_OVERRIDABLE = ("target_file", "draft_file", "ctx_size", "threads")
+# Settings that only engine trtllm reads -> what a llamacpp user sets instead.
+TRTLLM_ONLY = {
+    "specdec_server_llm_api_options": "llama-server takes no extra-llm-api-config.yml; pass llama-server flags in "
+                                      "specdec_server_extra_args",
+    "specdec_server_kv_cache_free_gpu_memory_fraction": "set the context with specdec_server_ctx_size",
+    "specdec_server_max_batch_size": "pass llama-server's --parallel in specdec_server_extra_args",
+    "specdec_server_max_num_tokens": "pass llama-server's --batch-size in specdec_server_extra_args",
+    "specdec_server_return_perf_metrics": "the plan always passes --metrics: llama-server serves /metrics",
+}
+# llama-server flags the plan sets itself -> the setting that owns each (None: always set by the plan).
+LLAMACPP_OWNED_FLAGS = {
+    "-m": "specdec_server_target_model/specdec_server_target_file", "--model": "specdec_server_target_model/specdec_server_target_file",
+    "-md": "specdec_server_draft_model/specdec_server_draft_file",
+    "--model-draft": "specdec_server_draft_model/specdec_server_draft_file",
+    "-hf": "specdec_server_target_model", "-hfr": "specdec_server_target_model", "--hf-repo": "specdec_server_target_model",
+    "-hff": "specdec_server_target_file", "--hf-file": "specdec_server_target_file",
+    "-hfd": "specdec_server_draft_model", "-hfrd": "specdec_server_draft_model", "--hf-repo-draft": "specdec_server_draft_model",
+    "-mu": "specdec_server_target_model", "--model-url": "specdec_server_target_model",
+    "--spec-type": "specdec_server_method", "--spec-draft-n-max": "specdec_server_max_draft_len",
+    "--spec-draft-n-min": None, "--draft-max": "specdec_server_max_draft_len",
+    "--draft-min": None, "--draft-n": "specdec_server_max_draft_len", "--draft": "specdec_server_max_draft_len",
+    "--metrics": None, "--slots": None, "--no-slots": None, "--alias": "specdec_server_target_model",
+    "-a": "specdec_server_target_model", "-c": "specdec_server_ctx_size", "--ctx-size": "specdec_server_ctx_size",
+    "-t": "specdec_server_threads", "--threads": "specdec_server_threads",
+    "--host": "specdec_server_host", "--port": "specdec_server_port",
+}
+GGUF_FILE = re.compile(r"^(?!/)(?!.*(^|/)\.\.?(/|$))[A-Za-z0-9._/+-]+\.gguf$", re.I)
 
 # TensorRT-LLM key spelling per version: the entry with the highest ``since`` that is <= the
 # image's version applies. Versions between 1.3.0rc12 (runbook, legacy spelling validated) and
@@ -314,9 +375,11 @@ def deployment_from_inventory(settings, topology, members, head, host_addresses=
     }
 
 
-def pick_preset(preset, method, members):
+def pick_preset(preset, method, members, engine="trtllm"):
     if preset and preset != "auto":
         return preset
+    if engine in AUTO_PRESET:
+        return AUTO_PRESET[engine]
     if len(members) > 1:
         return "qwen3-235b-eagle3-tp2"
     return "llama-3.3-70b-draft-target" if method == "draft_target" else "gpt-oss-120b-eagle3"
@@ -324,16 +387,72 @@ def pick_preset(preset, method, members):
 
 def _resolve(dep, errors):
     s = dep["settings"]
-    name = pick_preset(dep.get("preset"), s.get("specdec_server_method"), dep["members"])
+    engine = dep.get("engine")
+    name = pick_preset(dep.get("preset"), s.get("specdec_server_method"), dep["members"], engine)
     if name not in PRESETS:
         errors.append("specdec_server_preset: '%s' is not a preset; use auto or one of %s." % (name, ", ".join(sorted(PRESETS))))
         return name, None
+    if engine in ENGINES and PRESETS[name]["engine"] != engine:
+        fits = sorted(n for n, p in PRESETS.items() if p["engine"] == engine)
+        errors.append("specdec_server_preset: %s is a preset of engine %s, but specdec_server_engine is %s; use auto or %s, "
+                      "or set specdec_server_engine: %s." % (name, PRESETS[name]["engine"], engine, " or ".join(fits),
+                                                            PRESETS[name]["engine"]))
+        return name, None
     resolved = copy.deepcopy(PRESETS[name])
-    for field in OVERRIDABLE:
+    fields = OVERRIDABLE + (LLAMACPP_OVERRIDABLE if resolved["engine"] == "llamacpp" else ())
+    for field in fields:
         value = s.get("specdec_server_" + field)
         if value is not None and value != "":
             resolved[field] = value
     return name, resolved
+
+
+def _set(value):
+    """Whether a setting holds a value of its own (not null, empty or false, the declared defaults)."""
+    return value not in (None, "", False) and value != {} and value != []
+
+
+def _check_engine(dep, r, errors):
+    """Settings and methods that belong to the other engine, and what llama-server needs."""
+    s = dep["settings"]
+    if r["engine"] == "trtllm":
+        for field in LLAMACPP_OVERRIDABLE:
+            if _set(s.get("specdec_server_" + field)):
+                errors.append("specdec_server_%s: only engine llamacpp reads it; remove it for engine trtllm (%s), or set "
+                              "specdec_server_engine: llamacpp." % (field, "it serves the whole repo" if field.endswith(
+                                  "_file") else "trtllm-serve has no such option"))
+        return
+    for name, instead in TRTLLM_ONLY.items():
+        if _set(s.get(name)):
+            errors.append("%s: only engine trtllm reads it; remove it for engine llamacpp (%s)." % (name, instead))
+    if r["method"] in METHODS and r["method"] not in ENGINE_METHODS["llamacpp"]:
+        errors.append("specdec_server_method: %s is not available with engine llamacpp (llama-server speculates with a "
+                      "standalone draft model); set draft_target, or none for no speculation." % r["method"])
+    if len(dep["members"]) > 1:
+        errors.append("specdec_server_engine: llamacpp serves on one Spark only for now; use playbooks/single_spark.yml, "
+                      "or specdec_server_engine: trtllm for two Sparks.")
+    roles = ("target", "draft") if r["method"] == "draft_target" else ("target",)
+    for role in roles:
+        value = r.get(role + "_file")
+        if not isinstance(value, str) or not GGUF_FILE.match(value):
+            errors.append("specdec_server_%s_file: %s is not a GGUF file in the repo; engine llamacpp needs the file name "
+                          "of the %s within %s, e.g. %s." % (role, "not set" if value in (None, "") else repr(value), role,
+                                                             r.get(role + "_model"),
+                                                             PRESETS[AUTO_PRESET["llamacpp"]][role + "_file"]))
+        model = s.get("specdec_server_%s_model" % role)
+        preset = PRESETS[dep["preset_name"]]
+        if _set(model) and model != preset.get(role + "_model") and not _set(s.get("specdec_server_%s_file" % role)):
+            errors.append("specdec_server_%s_file: not set for %s model %s (the preset's file belongs to %s); set the GGUF "
+                          "file of %s." % (role, role, model, preset.get(role + "_model"), model))
+    if r["method"] == "none" and _set(s.get("specdec_server_draft_file")):
+        errors.append("specdec_server_draft_file: method none serves without a draft; remove it, or set "
+                      "specdec_server_method: draft_target.")
+    if not _is_int(r.get("ctx_size"), 0) or int(str(r.get("ctx_size"))) > 1048576:
+        errors.append("specdec_server_ctx_size: %r is not a context size; set an integer of tokens (0 = the model's "
+                      "own), e.g. 4096." % (r.get("ctx_size"),))
+    if r.get("threads") is not None and (not _is_int(r["threads"], 1) or int(str(r["threads"])) > 1024):
+        errors.append("specdec_server_threads: %r is not a thread count; set an integer >= 1 (e.g. the node's CPU "
+                      "cores), or null for llama.cpp's default." % (r["threads"],))
 
 
 def _check_fields(dep, r, errors):
@@ -342,7 +461,8 @@ def _check_fields(dep, r, errors):
     if dep["engine"] not in ENGINES:
         errors.append("specdec_server_engine: '%s' is not supported; use %s." % (dep["engine"], " or ".join(ENGINES)))
     if r["method"] not in METHODS:
-        errors.append("specdec_server_method: '%s' is not a method; use eagle3, draft_target or none." % r["method"])
+        errors.append("specdec_server_method: '%s' is not a method; use %s." % (
+            r["method"], "eagle3, draft_target or none" if r["engine"] != "llamacpp" else "draft_target or none"))
     if not isinstance(r["target_model"], str) or not HF_ID.match(r["target_model"]):
         errors.append("specdec_server_target_model: '%s' is not a Hugging Face model id; write it as org/name "
                       "(e.g. openai/gpt-oss-120b)." % r["target_model"])
@@ -353,7 +473,9 @@ def _check_fields(dep, r, errors):
         if not _is_int(r["max_draft_len"], 1) or int(str(r["max_draft_len"])) > 32:
             errors.append("specdec_server_max_draft_len: %r is out of range; set an integer from 1 to 32 "
                           "(the runbook uses 3 to 5)." % (r["max_draft_len"],))
-    if not _is_int(r["tp_size"], 1):
+    if r["engine"] == "llamacpp" and len(members) > 1:
+        pass  # one line about the engine (_check_engine), not a TP size to fix
+    elif not _is_int(r["tp_size"], 1):
         errors.append("specdec_server_tp_size: %r is not a positive integer; set it to the number of Sparks "
                       "of the deployment (%d)." % (r["tp_size"], len(members)))
     elif int(str(r["tp_size"])) != len(members):
@@ -450,11 +572,7 @@ def _merge_options(dep, r, spelling, draft_dir, errors):
 
 def _argv(dep, r, options, cli_frac, revision, state_dir, errors):
     s = dep["settings"]
-    extra = s.get("specdec_server_extra_args") or []
-    if isinstance(extra, str) or not isinstance(extra, list):
-        errors.append("specdec_server_extra_args: must be a list of arguments, e.g. ['--log_level', 'info'], not a string.")
-        extra = []
-    extra = [str(a) for a in extra]
+    extra = _extra_args(s, errors)
     for arg in extra:
         flag = arg.split("=", 1)[0]
         if flag in OWNED_FLAGS:
@@ -482,6 +600,44 @@ def _argv(dep, r, options, cli_frac, revision, state_dir, errors):
     return argv + extra
 
 
+def gguf_path(cache_in_container, repo, commit, filename):
+    """Where a GGUF file of a downloaded commit lives in the container: the HF cache's snapshot of that commit."""
+    return "%s/hub/models--%s/snapshots/%s/%s" % (cache_in_container, str(repo).replace("/", "--"), commit, filename)
+
+
+def _extra_args(s, errors):
+    extra = s.get("specdec_server_extra_args") or []
+    if isinstance(extra, str) or not isinstance(extra, list):
+        errors.append("specdec_server_extra_args: must be a list of arguments, e.g. ['--log_level', 'info'], not a string.")
+        extra = []
+    return [str(a) for a in extra]
+
+
+def _argv_llamacpp(dep, r, paths, errors):
+    """llama-server's argv: target (and draft) GGUF of the downloaded commits, draft-target speculation, metrics."""
+    extra = _extra_args(dep["settings"], errors)
+    for arg in extra:
+        flag = arg.split("=", 1)[0]
+        if flag in LLAMACPP_OWNED_FLAGS:
+            owner = LLAMACPP_OWNED_FLAGS[flag]
+            if flag in ("--draft-max", "--draft-min", "--draft-n", "--draft"):
+                why = "%s was removed from llama-server (it fails to start); the draft length is " \
+                      "specdec_server_max_draft_len" % flag
+            else:
+                why = "%s is set by the plan; remove it%s" % (flag, " (set %s instead)" % owner if owner else "")
+            errors.append("specdec_server_extra_args: %s." % why)
+    argv = ["llama-server", "-m", paths["target"]]
+    if r["method"] == "draft_target":
+        # -md alone loads the draft and drafts nothing: --spec-type draft-simple switches speculation on.
+        argv += ["-md", paths["draft"], "--spec-type", "draft-simple",
+                 "--spec-draft-n-max", str(r["max_draft_len"]), "--spec-draft-n-min", "0"]
+    argv += ["--metrics", "--slots", "--alias", r["target_model"], "-c", str(r["ctx_size"])]
+    if r.get("threads") is not None:
+        argv += ["-t", str(r["threads"])]
+    argv += ["--host", str(r["host"]), "--port", str(r["port"])]
+    return argv + extra
+
+
 def build_plan(dep, trtllm_version=None, version_source=None, commits=None, image_id=None):
     """Plan one deployment. Returns ``{'errors': [...], 'plan': {...} or None}``.
 
@@ -495,21 +651,44 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
         return {"errors": errors, "plan": None}
     dep = dict(dep, preset_name=preset_name)
     _check_fields(dep, r, errors)
-    spelling = spelling_for(trtllm_version)
+    if dep["engine"] in ENGINES:
+        _check_engine(dep, r, errors)
+    llama = r["engine"] == "llamacpp"
+    spelling = None if llama else spelling_for(trtllm_version)
     state_dir = s.get("specdec_state_dir") or "/var/lib/sparkops/specdec"
     cache_in_container = s.get("specdec_container_hf_cache_dir") or "/root/.cache/huggingface"
     spec_on = r["method"] in ("eagle3", "draft_target")
-    draft_rel = draft_local_dir(r["draft_model"]) if spec_on else None
-    draft_dir = "%s/%s" % (cache_in_container, draft_rel) if spec_on else None
-    options, cli_frac = _merge_options(dep, r, spelling, draft_dir, errors)
     target_rev = str(s.get("specdec_server_target_revision") or "main")
-    models = [{"role": "target", "repo": r["target_model"], "revision": target_rev, "local_dir": None}]
-    if spec_on:
-        models.append({"role": "draft", "repo": r["draft_model"],
-                       "revision": str(s.get("specdec_server_draft_revision") or "main"), "local_dir": draft_rel})
-    commit = (commits or {}).get(r["target_model"])
-    argv = _argv(dep, r, options, cli_frac, commit, state_dir, errors)
-    tiktoken = bool(r.get("tiktoken")) or "gpt-oss" in str(r["target_model"]).lower()
+    draft_rev = str(s.get("specdec_server_draft_revision") or "main")
+    model_files = None
+    if llama:
+        # GGUF files in the HF cache (no local_dir): only the named file of each repo is downloaded, and the server
+        # reads it from the snapshot of the downloaded commit.
+        draft_dir, options, cli_frac, config_file = None, {}, None, None
+        models = [{"role": "target", "repo": r["target_model"], "revision": target_rev, "local_dir": None,
+                   "allow_patterns": [str(r["target_file"])]}]
+        if spec_on:
+            models.append({"role": "draft", "repo": r["draft_model"], "revision": draft_rev, "local_dir": None,
+                           "allow_patterns": [str(r["draft_file"])]})
+        model_files = {m["role"]: gguf_path(cache_in_container, m["repo"],
+                                            (commits or {}).get(m["repo"]) or "<commit of %s>" % m["revision"],
+                                            m["allow_patterns"][0]) for m in models}
+        argv = _argv_llamacpp(dep, r, model_files, errors)
+        tiktoken = False
+        # llama-server reads no config file: the argv (in the launch spec) is its whole configuration.
+        text = ""
+    else:
+        draft_rel = draft_local_dir(r["draft_model"]) if spec_on else None
+        draft_dir = "%s/%s" % (cache_in_container, draft_rel) if spec_on else None
+        options, cli_frac = _merge_options(dep, r, spelling, draft_dir, errors)
+        models = [{"role": "target", "repo": r["target_model"], "revision": target_rev, "local_dir": None}]
+        if spec_on:
+            models.append({"role": "draft", "repo": r["draft_model"], "revision": draft_rev, "local_dir": draft_rel})
+        commit = (commits or {}).get(r["target_model"])
+        argv = _argv(dep, r, options, cli_frac, commit, state_dir, errors)
+        tiktoken = bool(r.get("tiktoken")) or "gpt-oss" in str(r["target_model"]).lower()
+        text = config_text(preset_name, r["method"], options)
+        config_file = state_dir + "/extra-llm-api-config.yml"
     env = {}
     user_env = s.get("specdec_server_env") or {}
     if not isinstance(user_env, dict):
@@ -519,11 +698,14 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
         if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", str(key)):
             errors.append("specdec_server_env: '%s' is not an environment variable name; use letters, digits and _." % key)
         env[str(key)] = str(value)
-    if s.get("specdec_server_hf_hub_offline", True) in (True, "true", "yes", "True", 1):
+    if not llama and s.get("specdec_server_hf_hub_offline", True) in (True, "true", "yes", "True", 1):
         env["HF_HUB_OFFLINE"] = "1"
     if tiktoken:
         env["TIKTOKEN_ENCODINGS_BASE"] = "%s/%s" % (cache_in_container, TIKTOKEN_SUBDIR)
-    text = config_text(preset_name, r["method"], options)
+    if llama:
+        max_draft_len = int(str(r["max_draft_len"])) if spec_on and _is_int(r["max_draft_len"], 1) else None
+    else:
+        max_draft_len = (options.get("speculative_config") or {}).get("max_draft_len") if spec_on else None
     head_addr = (dep.get("addresses") or {}).get(dep["head"]) or dep["head"]
     local = str(r["host"]) in ("localhost", "127.0.0.1", "::1")
     port = int(str(r["port"])) if _is_int(r["port"], 1) else None
@@ -539,17 +721,19 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
         "method": r["method"],
         "target_model": r["target_model"],
         "draft_model": r["draft_model"] if spec_on else None,
-        "max_draft_len": (options.get("speculative_config") or {}).get("max_draft_len") if spec_on else None,
+        "max_draft_len": max_draft_len,
         "tp_size": int(str(r["tp_size"])) if _is_int(r["tp_size"], 1) else None,
         "host": str(r["host"]),
         "port": port,
         "endpoint": "http://%s:%s/v1" % ("127.0.0.1" if local else head_addr, port),
         "models": models,
         "draft_dir": draft_dir,
-        "trtllm_version": trtllm_version,
-        "version_source": version_source,
+        "model_files": model_files,
+        "trtllm_version": None if llama else trtllm_version,
+        "version_source": None if llama else version_source,
         "spelling": spelling,
         "llm_api_options": options,
+        "config_file": config_file,
         "config_text": text,
         "config_sha256": hashlib.sha256(text.encode()).hexdigest(),
         "argv": argv,

@@ -492,6 +492,19 @@ def _hf_repo_id(example):
     return _Check(check)
 
 
+def _gguf_file(example):
+    def check(value, shown):
+        fix = 'set the file name of a GGUF file within the repo, e.g. %s' % example
+        if value == '':
+            return ['is empty; %s, or delete the line to use the preset\'s.' % fix]
+        parts = value.split('/')
+        if (not re.fullmatch(r'[A-Za-z0-9._/+-]+', value) or value.startswith('/') or '..' in parts or '.' in parts
+                or '' in parts or not value.lower().endswith('.gguf')):
+            return ['%s is not a GGUF file in a repo; %s (a path relative to the repo ending in .gguf).' % (shown, fix)]
+        return []
+    return _Check(check)
+
+
 def _revision(value, shown):
     if value == '' or re.search(r'\s', value):
         return ['%s is not a revision; set a branch, tag or commit without spaces, e.g. main.' % shown]
@@ -869,6 +882,13 @@ BOUNDS = {
     'specdec_server_target_revision': _Check(_revision),
     'specdec_server_draft_model': _hf_repo_id('nvidia/Qwen3-235B-A22B-Eagle3'),
     'specdec_server_draft_revision': _Check(_revision),
+    # Engine llamacpp: one GGUF file per repo (hf_download's allow_patterns; llama-server -m / -md).
+    'specdec_server_target_file': _gguf_file('qwen2.5-coder-1.5b-instruct-q4_k_m.gguf'),
+    'specdec_server_draft_file': _gguf_file('qwen2.5-coder-0.5b-instruct-q4_k_m.gguf'),
+    # llama-server -c: 0 = the model's own context; beyond 1M tokens no GGUF model trains.
+    'specdec_server_ctx_size': _int_range(0, 1048576, 'tokens; 0 = the model\'s own, the preset uses 4096'),
+    # llama-server -t: at least one thread (a Spark has 20 cores).
+    'specdec_server_threads': _int_range(1, 1024, 'CPU threads, at most the node\'s cores'),
     # speculative_config.max_draft_len: at least one drafted token; beyond 32 the acceptance rate
     # makes speculation a loss and TRT-LLM's CUDA graphs grow with it.
     'specdec_server_max_draft_len': _int_range(1, 32, 'the runbook uses 3 to 5'),

@@ -19,7 +19,7 @@ description:
     copies it at start).
   - Publishes C(trtllm_container_image_info) from O(image), with the C(tensorrt_llm) package version read in the
     container when the image names no TensorRT-LLM version (no C(TRT_LLM_VERSION), no
-    C(org.opencontainers.image.version) label) and O(trtllm_version) is empty.
+    C(org.opencontainers.image.version) label), O(trtllm_version) is empty and O(engine=trtllm).
   - The modules it runs get the task's C(module_defaults) (for example C(docker_host) for the C(community.docker) group).
 author:
   - sparkops maintainers (@sparkops)
@@ -42,6 +42,13 @@ options:
     description: The TensorRT-LLM version set by the inventory; when set, the package version is not read.
     type: str
     default: ""
+  engine:
+    description:
+      - The serving engine the container runs (C(specdec_server_engine)). With V(llamacpp) the C(tensorrt_llm) package
+        version is never read (a llama.cpp image has none).
+    type: str
+    choices: [trtllm, llamacpp]
+    default: trtllm
   sshd_port:
     description: Port of the container's sshd (multi-node); V(0) for a container without sshd (no wait, no refresh).
     type: int

@@ -26,6 +26,11 @@ description:
   - Builds the plan (see RV(plan)), that is the C(extra-llm-api-config.yml) content with the key spelling of the image's
     TensorRT-LLM version, the C(trtllm-serve) argv, the rank environment, the models and revisions, the draft
     location, the port and the endpoint.
+  - With C(specdec_server_engine=llamacpp) (one Spark only), the plan is llama.cpp's C(llama-server) argv instead: the
+    target and draft GGUF files (C(specdec_server_target_file), C(specdec_server_draft_file)) read from the Hugging Face
+    cache snapshot of the downloaded commits, C(--spec-type draft-simple) with C(--spec-draft-n-max) for method
+    C(draft_target), C(--metrics), C(--alias) the target id; no C(extra-llm-api-config.yml) (RV(plan.config_text) is
+    empty) and no TensorRT-LLM version.
   - Given O(commits), the launch spec pins the exact downloaded revision (C(--revision <commit>)) and gets a
     fingerprint; given O(server_running) too, it decides what to do with the server (RV(decision)) and fails, changing
     nothing, when a running server would need a restart without O(allow_restart).
@@ -77,7 +82,8 @@ notes:
     management address, C(specdec_server_tp_size) not matching the node count, Draft-Target with an EAGLE-3 head, a key
     set both in C(specdec_server_llm_api_options) and by its dedicated variable, a flag of C(specdec_server_extra_args)
     that the plan sets itself, a setting that differs between the two nodes, an image whose TensorRT-LLM version
-    cannot be told, and a running server with another launch spec without C(specdec_server_allow_restart).
+    cannot be told, a setting of the other engine (e.g. C(specdec_server_llm_api_options) with engine llamacpp), method
+    eagle3 or two Sparks with engine llamacpp, a missing GGUF file name, and a running server with another launch spec without C(specdec_server_allow_restart).
 seealso:
   - name: TensorRT-LLM speculative decoding
     description: The decoding_type and speculative_model keys per release (NVIDIA/TensorRT-LLM#10099, #10124).
@@ -115,7 +121,7 @@ deployment:
     topology: {description: two_sparks or single_spark., type: str}
     members: {description: 'Inventory names of the nodes, head first.', type: list, elements: str}
     head: {description: The node that launches and serves., type: str}
-    engine: {description: Serving engine (trtllm)., type: str}
+    engine: {description: Serving engine (trtllm or llamacpp)., type: str}
     image: {description: Engine image reference., type: str}
 plan:
   description: The plan of the deployment.
@@ -132,20 +138,29 @@ plan:
     endpoint: {description: 'OpenAI-compatible base URL, e.g. http://192.168.250.11:8355/v1.', type: str}
     models:
       description: Models to download, with C(role) (target/draft), C(repo), C(revision) and C(local_dir) (the draft's
-        directory relative to the HF cache; null for the cache layout).
+        directory relative to the HF cache; null for the cache layout); engine llamacpp adds C(allow_patterns) (the one
+        GGUF file to download).
       type: list
       elements: dict
-    draft_dir: {description: Draft directory inside the container., type: str}
-    trtllm_version: {description: TensorRT-LLM version of the image (null before the image is known)., type: str}
+    draft_dir: {description: 'Draft directory inside the container (trtllm; null for llamacpp).', type: str}
+    model_files:
+      description: 'Engine llamacpp: C(target) (and C(draft)) -> the GGUF path inside the container, in the snapshot of the
+        downloaded commit; null for trtllm.'
+      type: dict
+    trtllm_version: {description: 'TensorRT-LLM version of the image (null before the image is known, and for llamacpp).', type: str}
     version_source: {description: Where the version came from., type: str}
     spelling:
       description: Key spelling used, C(name) (legacy/current), C(eagle3), C(draft_target) (decoding_type values) and
         C(draft_key) (speculative_model_dir or speculative_model).
       type: dict
     llm_api_options: {description: The content of extra-llm-api-config.yml., type: dict}
-    config_text: {description: The rendered extra-llm-api-config.yml., type: str}
+    config_file: {description: 'Path of extra-llm-api-config.yml on every node (null for llamacpp, which reads none).', type: str}
+    config_text: {description: 'The rendered extra-llm-api-config.yml (empty for llamacpp).', type: str}
     config_sha256: {description: sha256 of config_text., type: str}
-    argv: {description: trtllm-serve command line (with --revision <commit> once commits are known)., type: list, elements: str}
+    argv:
+      description: trtllm-serve command line (with --revision <commit> once commits are known), or llama-server's.
+      type: list
+      elements: str
     rank_env: {description: Environment of every rank (no secrets)., type: dict}
     launch:
       description: The launch spec (argv, env, config_sha256, image_id, models -> commits, port, members); null before

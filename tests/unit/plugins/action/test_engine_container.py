@@ -161,6 +161,14 @@ def test_package_version_not_read(args, container, calls):
     assert node.keys() == calls and result["image_info"]["package_version"] == ""
 
 
+def test_llamacpp_engine_reads_no_tensorrt_llm_version():
+    """A llama.cpp image names no TensorRT-LLM version and may have no python3: nothing is exec'd in it."""
+    node = Node(plan={"changed": False, "container": RUNNING})
+    result = run(node, image=UNNAMED, sshd_port=0, engine="llamacpp")[0]
+    assert node.keys() == ["plan"] and "failed" not in result
+    assert result["image_info"]["id"] == "sha256:def" and result["image_info"]["package_version"] == ""
+
+
 def test_failed_version_read_is_no_error():
     node = Node(plan={"changed": False, "container": RUNNING}, version={"rc": 1, "stderr": "No module"})
     result = run(node, image=UNNAMED, sshd_port=0)[0]

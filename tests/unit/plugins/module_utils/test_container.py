@@ -330,3 +330,28 @@ def test_mesh_files_leave_out_keys_not_there_yet():
     assert files["authorized_keys"] == ""
     assert files["known_hosts_sparkops"] == "192.168.100.10,192.168.101.10 ssh-ed25519 AAAAnode1"
     assert out["peers"] == []
+
+
+# ---------------------------------------------------------------------------------------------
+# engine llamacpp
+# ---------------------------------------------------------------------------------------------
+
+def test_llamacpp_container_replaces_the_image_entrypoint_without_sshd():
+    single = settings(multinode=False, image="sparkops-lab/llamacpp-server:test", engine="llamacpp")
+    spec = c.container_spec(single)
+    assert spec["entrypoint"] == ["bash"] and spec["command"] == ["/var/lib/sparkops/specdec/entrypoint.sh"]
+    assert "SSH_PORT" not in spec["env"] and not any(".ssh" in v for v in spec["volumes"])
+    # Everything else is the single-node trtllm container's.
+    trt = c.container_spec(settings(multinode=False, image="sparkops-lab/llamacpp-server:test"))
+    assert {k: v for k, v in spec.items() if k not in ("entrypoint", "command")} == \
+        {k: v for k, v in trt.items() if k != "command"}
+
+
+def test_trtllm_container_spec_unchanged_by_the_engine_setting():
+    assert c.container_spec(settings(engine="trtllm")) == c.container_spec(settings())
+    assert "entrypoint" not in c.container_spec(settings(multinode=False, engine="trtllm"))
+
+
+def test_llamacpp_multinode_container_is_refused():
+    with pytest.raises(c.ContainerError, match="specdec_server_engine: llamacpp serves on one Spark"):
+        c.container_spec(settings(engine="llamacpp"))

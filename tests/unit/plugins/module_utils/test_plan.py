@@ -317,3 +317,204 @@ def test_parse_probe():
     assert _plan.parse_probe("not json\nrunning\n", 0) == ({}, True)
     assert _plan.parse_probe('{"schema_version": 99}\nrunning\n', 0) == ({}, True)
     assert _plan.parse_probe("", 1) == ({}, False)
+
+
+# ------------------------------------------------------------------ engine llamacpp
+LLAMA_TARGET = "sparkops-lab/Qwen2.5-Coder-1.5B-Instruct-GGUF"
+LLAMA_DRAFT = "sparkops-lab/Qwen2.5-Coder-0.5B-Instruct-GGUF"
+LLAMA_COMMITS = {LLAMA_TARGET: "1" * 40, LLAMA_DRAFT: "2" * 40}
+CACHE = "/root/.cache/huggingface"
+
+
+def llama(settings=None, members=("spark-1",), commits=None, pre_download=False):
+    merged = {"specdec_server_engine": "llamacpp", "trtllm_container_image": "sparkops-lab/llamacpp-server:test"}
+    merged.update(settings or {})
+    commits = None if pre_download else (LLAMA_COMMITS if commits is None else commits)
+    return _plan.build_plan(dep(merged, members), commits=commits, image_id="sha256:" + "9" * 64)
+
+
+def llama_ok(settings=None, **kw):
+    out = llama(settings, **kw)
+    assert out["errors"] == []
+    return out["plan"]
+
+
+def llama_errors(settings=None, **kw):
+    out = llama(settings, **kw)
+    assert out["errors"], "expected an error"
+    for line in out["errors"]:
+        assert "\n" not in line
+    return " | ".join(out["errors"])
+
+
+def test_llamacpp_auto_preset_draft_target_argv():
+    plan = llama_ok()
+    target = "%s/hub/models--sparkops-lab--Qwen2.5-Coder-1.5B-Instruct-GGUF/snapshots/%s/" \
+             "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf" % (CACHE, "1" * 40)
+    draft = "%s/hub/models--sparkops-lab--Qwen2.5-Coder-0.5B-Instruct-GGUF/snapshots/%s/" \
+            "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf" % (CACHE, "2" * 40)
+    assert plan["preset"] == "qwen2.5-coder-1.5b-llamacpp" and plan["engine"] == "llamacpp"
+    assert plan["argv"] == [
+        "llama-server", "-m", target, "-md", draft, "--spec-type", "draft-simple", "--spec-draft-n-max", "4",
+        "--spec-draft-n-min", "0", "--metrics", "--slots", "--alias", LLAMA_TARGET, "-c", "4096",
+        "--host", "localhost", "--port", "8080"]
+    assert plan["model_files"] == {"target": target, "draft": draft}
+    assert plan["max_draft_len"] == 4 and plan["draft_model"] == LLAMA_DRAFT
+    assert plan["endpoint"] == "http://127.0.0.1:8080/v1"
+    assert plan["launch"]["models"] == LLAMA_COMMITS
+
+
+def test_llamacpp_downloads_only_the_gguf_file_into_the_cache():
+    models = llama_ok()["models"]
+    assert models == [
+        {"role": "target", "repo": LLAMA_TARGET, "revision": "main", "local_dir": None,
+         "allow_patterns": ["qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"]},
+        {"role": "draft", "repo": LLAMA_DRAFT, "revision": "main", "local_dir": None,
+         "allow_patterns": ["qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"]}]
+
+
+def test_llamacpp_serves_the_downloaded_commit():
+    """The GGUF path is the snapshot of the commit the download resolved, not of the branch."""
+    plan = llama_ok({"specdec_server_target_revision": "v2"}, commits={LLAMA_TARGET: "3" * 40, LLAMA_DRAFT: "4" * 40})
+    assert plan["models"][0]["revision"] == "v2"
+    assert "/snapshots/%s/" % ("3" * 40) in plan["argv"][2]
+    assert "/snapshots/%s/" % ("4" * 40) in plan["argv"][plan["argv"].index("-md") + 1]
+
+
+def test_llamacpp_pre_download_plan_has_no_launch():
+    plan = llama(pre_download=True)["plan"]
+    assert plan["launch"] is None and plan["fingerprint"] is None
+    assert "/snapshots/<commit of main>/" in plan["argv"][2]
+
+
+def test_llamacpp_method_none_has_no_draft():
+    plan = llama_ok({"specdec_server_method": "none"})
+    assert "-md" not in plan["argv"] and "--spec-type" not in plan["argv"]
+    assert [m["role"] for m in plan["models"]] == ["target"]
+    assert plan["draft_model"] is None and plan["max_draft_len"] is None
+    assert set(plan["model_files"]) == {"target"}
+
+
+def test_llamacpp_threads_ctx_size_and_extra_args():
+    plan = llama_ok({"specdec_server_threads": 2, "specdec_server_ctx_size": 2048, "specdec_server_port": 9090,
+                     "specdec_server_host": "0.0.0.0", "specdec_server_max_draft_len": 8,
+                     "specdec_server_extra_args": ["--poll", "0", "--spec-draft-poll", "0"]})
+    argv = plan["argv"]
+    assert argv[argv.index("-t") + 1] == "2" and argv[argv.index("-c") + 1] == "2048"
+    assert argv[argv.index("--spec-draft-n-max") + 1] == "8"
+    assert argv[-8:] == ["--host", "0.0.0.0", "--port", "9090", "--poll", "0", "--spec-draft-poll", "0"]
+    assert "-t" not in llama_ok()["argv"]
+
+
+def test_llamacpp_has_no_config_file_and_no_trtllm_version():
+    plan = llama_ok()
+    assert plan["config_text"] == "" and plan["config_file"] is None and plan["llm_api_options"] == {}
+    assert plan["config_sha256"] == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+    assert plan["launch"]["config_sha256"] == plan["config_sha256"]
+    assert plan["trtllm_version"] is None and plan["spelling"] is None
+    assert "HF_HUB_OFFLINE" not in plan["rank_env"] and not plan["tiktoken"]
+
+
+def test_llamacpp_fingerprint_changes_with_draft_len_file_and_commit():
+    base = llama_ok()["fingerprint"]
+    assert llama_ok()["fingerprint"] == base
+    assert llama_ok({"specdec_server_max_draft_len": 2})["fingerprint"] != base
+    assert llama_ok({"specdec_server_method": "none"})["fingerprint"] != base
+    assert llama_ok({"specdec_server_target_file": "q8/model-q8_0.gguf"})["fingerprint"] != base
+    assert llama_ok(commits=dict(LLAMA_COMMITS, **{LLAMA_DRAFT: "5" * 40}))["fingerprint"] != base
+
+
+def test_llamacpp_restart_decision_and_state():
+    first = llama_ok()
+    state = _plan.new_state(first, {}, "t1")
+    assert state["engine"] == "llamacpp" and state["desired"]["image"] == "sparkops-lab/llamacpp-server:test"
+    assert state["running"]["launch"]["image_id"] == "sha256:" + "9" * 64 and state["running"]["max_draft_len"] == 4
+    assert _plan.decide(state, first, True, False)["action"] == "none"
+    second = llama_ok({"specdec_server_max_draft_len": 2})
+    refused = _plan.decide(state, second, True, False)
+    assert refused["action"] == "refuse" and "max_draft_len 4 -> 2" in refused["reason"] and "argv" in refused["reason"]
+    assert _plan.decide(state, second, True, True)["action"] == "restart"
+    after = _plan.new_state(second, state, "t2")
+    assert after["running"]["max_draft_len"] == 2 and after["previous"]["max_draft_len"] == 4
+    assert after["previous"]["config_text"] == ""
+
+
+@pytest.mark.parametrize("settings,members,fragments", [
+    ({"specdec_server_method": "eagle3"}, ["spark-1"], ["specdec_server_method: eagle3 is not available with engine llamacpp"]),
+    ({}, ["spark-1", "spark-2"], ["specdec_server_engine: llamacpp serves on one Spark only for now"]),
+    ({"specdec_server_preset": "gpt-oss-120b-eagle3"}, ["spark-1"],
+     ["specdec_server_preset: gpt-oss-120b-eagle3 is a preset of engine trtllm", "qwen2.5-coder-1.5b-llamacpp"]),
+    ({"specdec_server_target_model": "org/other-GGUF"}, ["spark-1"],
+     ["specdec_server_target_file: not set for target model org/other-GGUF"]),
+    ({"specdec_server_draft_model": "org/draft-GGUF"}, ["spark-1"], ["specdec_server_draft_file: not set for draft model"]),
+    ({"specdec_server_target_file": "model.safetensors"}, ["spark-1"],
+     ["specdec_server_target_file: 'model.safetensors' is not a GGUF file in the repo"]),
+    ({"specdec_server_method": "none", "specdec_server_draft_file": "d.gguf"}, ["spark-1"],
+     ["specdec_server_draft_file: method none serves without a draft"]),
+    ({"specdec_server_llm_api_options": {"max_seq_len": 4096}}, ["spark-1"],
+     ["specdec_server_llm_api_options: only engine trtllm reads it"]),
+    ({"specdec_server_return_perf_metrics": True}, ["spark-1"], ["specdec_server_return_perf_metrics: only engine trtllm"]),
+    ({"specdec_server_max_batch_size": 4}, ["spark-1"], ["specdec_server_max_batch_size: only engine trtllm", "--parallel"]),
+    ({"specdec_server_kv_cache_free_gpu_memory_fraction": 0.5}, ["spark-1"],
+     ["specdec_server_kv_cache_free_gpu_memory_fraction: only engine trtllm"]),
+    ({"specdec_server_extra_args": ["--draft-max", "3"]}, ["spark-1"],
+     ["--draft-max was removed from llama-server", "specdec_server_max_draft_len"]),
+    ({"specdec_server_extra_args": ["-md", "/x.gguf"]}, ["spark-1"], ["-md is set by the plan", "specdec_server_draft_file"]),
+    ({"specdec_server_extra_args": ["--port=9000"]}, ["spark-1"], ["--port is set by the plan", "specdec_server_port"]),
+    ({"specdec_server_extra_args": ["--spec-type", "ngram"]}, ["spark-1"], ["--spec-type is set by the plan"]),
+    ({"specdec_server_extra_args": ["--metrics"]}, ["spark-1"], ["--metrics is set by the plan; remove it."]),
+    ({"specdec_server_threads": 0}, ["spark-1"], ["specdec_server_threads: 0 is not a thread count"]),
+    ({"specdec_server_ctx_size": -1}, ["spark-1"], ["specdec_server_ctx_size: -1 is not a context size"]),
+])
+def test_llamacpp_errors(settings, members, fragments):
+    text = llama_errors(settings, members=members)
+    for fragment in fragments:
+        assert fragment in text
+
+
+def test_llamacpp_on_two_sparks_is_one_line():
+    out = llama({}, members=["spark-1", "spark-2"])
+    assert out["errors"] == ["specdec_server_engine: llamacpp serves on one Spark only for now; use "
+                             "playbooks/single_spark.yml, or specdec_server_engine: trtllm for two Sparks."]
+
+
+@pytest.mark.parametrize("name,value", [
+    ("specdec_server_target_file", "x.gguf"), ("specdec_server_draft_file", "x.gguf"),
+    ("specdec_server_ctx_size", 4096), ("specdec_server_threads", 2)])
+def test_llamacpp_settings_are_errors_with_trtllm(name, value):
+    text = errors({name: value}, members=["spark-1"])
+    assert "%s: only engine llamacpp reads it" % name in text
+
+
+def test_trtllm_preset_auto_unchanged_by_engine_presets():
+    assert _plan.pick_preset("auto", None, ["a"]) == "gpt-oss-120b-eagle3"
+    assert _plan.pick_preset("auto", "draft_target", ["a"]) == "llama-3.3-70b-draft-target"
+    assert _plan.pick_preset("auto", None, ["a", "b"]) == "qwen3-235b-eagle3-tp2"
+    assert _plan.pick_preset("auto", None, ["a"], "llamacpp") == "qwen2.5-coder-1.5b-llamacpp"
+    assert _plan.pick_preset("auto", "none", ["a"], "llamacpp") == "qwen2.5-coder-1.5b-llamacpp"
+
+
+# Fingerprints of the trtllm launch specs before engine llamacpp existed (image id sha256:1...1, the COMMITS
+# above): adding the engine must not restart any running trtllm server.
+TRTLLM_FINGERPRINTS = {
+    ("two", "1.3.0rc12"): "4021aced7c33ba11355523f483aacb0fd059b2d0e42a003639affd9103bd0017",
+    ("two", "1.4.0rc1"): "39220819528b5ec6a791c56542047a9fd085b129b3105f2ff8e60c5a7da3a029",
+    ("eagle3", "1.3.0rc12"): "c0ca6832a1519cbe5186c40db85b56efb9dae533fc01260f30775f870aed2aae",
+    ("eagle3", "1.4.0rc1"): "44fcb48b1e67b1e2a7b072522b98599dbf6a248a19898933794aef5e55df4651",
+    ("draft_target", "1.3.0rc12"): "618264512b894a2c2aa8a8c64ee67851c7988c0267624d11760911a42fb6fa0e",
+    ("draft_target", "1.4.0rc1"): "225b7a2c072d5b8b84be2199d1d116e771740803a9c8a4cd3685acaee8245fc6",
+    ("none", "1.3.0rc12"): "fa87c384953b6f235459711a318faeee1a13eb5f1a3958721fb78217576e41cb",
+}
+
+
+@pytest.mark.parametrize("case,version", sorted(TRTLLM_FINGERPRINTS))
+def test_regression_trtllm_launch_specs_unchanged(case, version):
+    if case == "two":
+        d = dep()
+    else:
+        d = dep({"specdec_server_method": case}, ["spark-1"])
+    out = _plan.build_plan(d, trtllm_version=version, version_source="test", commits=COMMITS, image_id="sha256:" + "1" * 64)
+    assert out["errors"] == []
+    assert out["plan"]["fingerprint"] == TRTLLM_FINGERPRINTS[(case, version)]
+    assert out["plan"]["engine"] == "trtllm" and out["plan"]["config_file"] == "/var/lib/sparkops/specdec/extra-llm-api-config.yml"
+    assert out["plan"]["model_files"] is None and all("allow_patterns" not in m for m in out["plan"]["models"])

@@ -30,9 +30,9 @@ _LAYOUT = {
         'specdec_container_hf_cache_dir': {'type': 'path', 'default': '/root/.cache/huggingface'},
         'specdec_container_ssh_port': {'type': 'int', 'default': 2233},
         'specdec_container_host_key_dir': {'type': 'path', 'default': '/etc/sparkops/trtllm-ssh'},
+        'specdec_server_engine': {'type': 'str', 'choices': ['trtllm', 'llamacpp'], 'default': 'trtllm'},
     },
     'specdec_server': {
-        'specdec_server_engine': {'type': 'str', 'choices': ['trtllm'], 'default': 'trtllm'},
         'specdec_server_return_perf_metrics': {'type': 'bool', 'default': False},
     },
     'trtllm_container': {
@@ -233,7 +233,17 @@ NEGATIVE_CASES = [
 
     # --- specdec_server ---
     ('preset-unknown', {'specdec_server_preset': 'qwen-4'}, 'specdec_server_preset', 'is not one of auto'),
-    ('engine-vllm', {'specdec_server_engine': 'vllm'}, 'specdec_server_engine', 'is not one of trtllm'),
+    ('engine-vllm', {'specdec_server_engine': 'vllm'}, 'specdec_server_engine', 'is not one of trtllm, llamacpp'),
+    ('target-file-not-gguf', {'specdec_server_target_file': 'model.safetensors'}, 'specdec_server_target_file',
+     'is not a GGUF file in a repo'),
+    ('target-file-escapes', {'specdec_server_target_file': '../x.gguf'}, 'specdec_server_target_file',
+     'is not a GGUF file in a repo'),
+    ('target-file-empty', {'specdec_server_target_file': ''}, 'specdec_server_target_file', 'is empty'),
+    ('draft-file-absolute', {'specdec_server_draft_file': '/models/d.gguf'}, 'specdec_server_draft_file',
+     'a path relative to the repo ending in .gguf'),
+    ('ctx-size-negative', {'specdec_server_ctx_size': -1}, 'specdec_server_ctx_size', 'is out of range'),
+    ('ctx-size-text', {'specdec_server_ctx_size': 'big'}, 'specdec_server_ctx_size', 'is not a whole number'),
+    ('threads-zero', {'specdec_server_threads': 0}, 'specdec_server_threads', '0 is out of range'),
     ('method-unknown', {'specdec_server_method': 'eagle4'}, 'specdec_server_method',
      '"eagle4" is not one of eagle3, draft_target, none; did you mean eagle3?'),
     ('target-id-spaces', {'specdec_server_target_model': 'not a repo id'}, 'specdec_server_target_model',
@@ -529,7 +539,8 @@ def test_removed_names_are_the_one_name_per_fact_change():
     shared = set(specs['specdec_common'])
     declared = {name for options in specs.values() for name in options}
     assert len(_settings.REMOVED) == 14 and not set(_settings.REMOVED) & declared
-    assert set(_settings.REMOVED.values()) == shared - {'specdec_deployment_id'}
+    # specdec_deployment_id and specdec_server_engine were shared from the start (no old names to remove).
+    assert set(_settings.REMOVED.values()) == shared - {'specdec_deployment_id', 'specdec_server_engine'}
     for new in set(_settings.REMOVED.values()):
         olds = sorted(old for old, repl in _settings.REMOVED.items() if repl == new)
         assert len(olds) == 2 and all(old.split('_')[0] in ('trtllm', 'specdec', 'ssh') for old in olds), (new, olds)
