@@ -1,0 +1,172 @@
+# -*- coding: utf-8 -*-
+"""sparkops.specdec.specdec_bench_report and plugin_utils/_bench_report.py on a synthetic llama.cpp sweep:
+load-generator results as specdec_loadgen returns them (bursty chunk times, llama.cpp metrics text before
+and after each run, in the format of tests/unit/fixtures/bench/llamacpp-metrics-*.txt). The synthetic
+engine reproduces the lab's CPU case (../shared/reference/real-engine.md): ~90 % acceptance but
+speculation slower than plain decoding at concurrency 1. Plots are checked to exist and be PNGs;
+what they show was checked by eye when they were written."""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+from unittest import mock
+
+import pytest
+
+from ansible_collections.sparkops.specdec.plugins.action import specdec_bench_report
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _bench_report
+
+POINTS = ("none", 1, 2, 4, 8)
+ACCEPT = 0.9  # per-position acceptance probability, chained
+
+
+def metrics_text(drafts, draft_tokens, per_pos):
+    lines = []
+    for name, value in (("spec_decode_num_draft_tokens_total", draft_tokens),
+                        ("spec_decode_num_accepted_tokens_total", sum(per_pos)),
+                        ("spec_decode_num_drafts_total", drafts)):
+        lines += ["# HELP llamacpp:%s x" % name, "# TYPE llamacpp:%s counter" % name, "llamacpp:%s %d" % (name, value)]
+    if per_pos:
+        lines += ["# TYPE llamacpp:spec_decode_num_accepted_tokens_per_pos_total counter"]
+        lines += ['llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position="%d"} %d' % (i, v)
+                  for i, v in enumerate(per_pos)]
+    return "\n".join(lines) + "\n"
+
+
+def one_run(point, concurrency, rng, state, n_requests=4, tokens=64):
+    """A specdec_loadgen-shaped result; state carries the server's counters between runs of one server."""
+    k = 0 if point == "none" else point
+    # Seconds per step on 2 CPU cores: verifying k+1 tokens is compute-bound and the draft is only 1.5x cheaper.
+    step = 0.030 + 0.045 * k
+    slow = rng.uniform(0.95, 1.08) * (1 + 0.15 * (concurrency - 1))
+    requests = []
+    before = metrics_text(state["drafts"], state["draft"], state["pos"])
+    for i in range(n_requests):
+        times, now, produced = [], 0.15 * slow, 0
+        while produced < tokens:
+            accepted = 0
+            while accepted < k and rng.random() < ACCEPT:
+                accepted += 1
+            if k:
+                state["drafts"] += 1
+                state["draft"] += k
+                for p in range(accepted):
+                    state["pos"][p] += 1
+            burst = min(accepted + 1, tokens - produced)
+            for b in range(burst):
+                times.append(now + b * 0.00004)
+            produced += burst
+            now += step * slow
+        requests.append({"index": i, "prompt_id": str(i % 2), "ok": True, "error": None, "send_time": 0.0,
+                         "ttft": times[0], "chunk_times": times, "e2e": times[-1] + 0.001, "output_tokens": tokens,
+                         "prompt_tokens": 30, "finish_reason": "length", "text": "x " * tokens, "timings": None})
+    wall = max(r["e2e"] for r in requests) * n_requests / concurrency
+    after = metrics_text(state["drafts"], state["draft"], state["pos"])
+    return {"requests": requests, "wall_seconds": wall, "metrics_before": before if k else None,
+            "metrics_after": after if k else None,
+            "node": {"cpu_pressure_before": "some avg10=0.10 avg60=0 avg300=0 total=1\n",
+                     "cpu_pressure_after": "some avg10=%.2f avg60=0 avg300=0 total=2\n" % rng.uniform(0, 5),
+                     "mem_available_bytes_before": 8 << 30, "mem_available_bytes_after": 8 << 30}}
+
+
+def synthetic_runs(seed=1, repeats=3, concurrencies=(1, 4)):
+    rng = random.Random(seed)
+    runs = []
+    for block in range(repeats):
+        order = list(POINTS)
+        rng.shuffle(order)
+        for point in order:
+            state = {"drafts": 0, "draft": 0, "pos": [0] * (0 if point == "none" else point)}  # a fresh server
+            for conc in concurrencies:
+                runs.append({"point": point, "concurrency": conc, "prompt_set": "short", "block": block,
+                             "loadgen": one_run(point, conc, rng, state)})
+    return runs
+
+
+def gate_outputs():
+    base = [{"prompt_id": str(i), "text": " ".join("w%d" % j for j in range(80))} for i in range(4)]
+    spec = [dict(b) for b in base]
+    spec[3]["text"] = spec[3]["text"].replace("w70", "other")
+    return base, spec
+
+
+def make(args):
+    task = mock.MagicMock()
+    task.args = args
+    task.check_mode = False
+    task.async_val = 0
+    task.action = "specdec_bench_report"
+    return specdec_bench_report.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None,
+                                             shared_loader_obj=None)
+
+
+def test_report_on_a_synthetic_sweep(tmp_path):
+    base, spec = gate_outputs()
+    args = {"runs": synthetic_runs(), "output_dir": str(tmp_path / "out"), "engine": "llamacpp",
+            "objective": {"concurrency": 1}, "gate": {"baseline": base, "speculative": spec},
+            "metadata": {"engine": "llama.cpp (synthetic)"}}
+    result = make(args).run(task_vars={})
+    assert not result.get("failed"), result.get("msg")
+    assert result["tuner"]["pick"] == "none"
+    assert "no speculation" in result["msg"]
+    assert result["search"]["measured"] == ["none", 1, 4] and result["search"]["cost_ratio"] == pytest.approx(0.6)
+    assert result["search"]["within_spread"] is True
+    assert result["gate"]["passed"] and result["gate"]["counts"]["late"] == 1
+    assert result["headline"]["pick"] == "none"
+    assert result["ansible_stats"]["data"]["specdec_benchmark"]["gate_passed"] is True
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    for run in report["runs"]:
+        if run["point"] != "none":
+            assert run["draft_tokens"] > 0
+            assert run["per_position_sum"] == run["accepted_tokens"] and run["per_position_sum_ok"] is True
+            assert 0.5 < run["acceptance_rate"] <= 1.0  # chained 0.9 per position: lower for long drafts
+    assert len(report["raw"]) == len(args["runs"]) and "metrics_after" in report["raw"][1]["loadgen"]
+    assert set(report["plots"]) == set(_bench_report.PLOTS)
+    series = report["plots"]["throughput_vs_draft"]["series"][0]
+    assert series["draft_length"] == [1, 2, 4, 8] and series["baseline_tokens_per_second"] > max(
+        series["tokens_per_second_median"])
+    for name in _bench_report.PLOTS:
+        assert (tmp_path / "out" / (name + ".png")).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    rows = list(csv.DictReader((tmp_path / "out" / "runs.csv").open()))
+    assert len(rows) == len(args["runs"]) and rows[0]["output_tokens_per_second"]
+    summary = list(csv.DictReader((tmp_path / "out" / "summary.csv").open()))
+    assert len(summary) == len(POINTS) * 2
+    md = (tmp_path / "out" / "report.md").read_text()
+    assert "| draft 4 | 3 |" in md and "Pick: **none**" in md and "## Correctness gate" in md
+
+
+def test_failed_gate_fails_the_task(tmp_path):
+    base, spec = gate_outputs()
+    spec[0]["text"] = "totally different"
+    result = make({"runs": synthetic_runs(repeats=1, concurrencies=(1,)), "output_dir": str(tmp_path),
+                   "gate": {"baseline": base, "speculative": spec}, "plots": False}).run(task_vars={})
+    assert result["failed"] and result["msg"].startswith("correctness gate FAILED")
+    assert (tmp_path / "report.json").exists() and not (tmp_path / "itl_distribution.png").exists()
+
+
+def test_standin_run_fails_with_the_reason(tmp_path):
+    runs = synthetic_runs(repeats=1, concurrencies=(1,))
+    runs[0]["loadgen"]["metrics_after"] = 'sparkops_lab_standin_info{standin_for="trtllm-serve"} 1\n'
+    result = make({"runs": runs, "output_dir": str(tmp_path), "plots": False}).run(task_vars={})
+    assert result["failed"] and "STAND-IN" in result["msg"] and "meaningless" in result["msg"]
+
+
+def test_zero_drafts_names_the_run(tmp_path):
+    runs = synthetic_runs(repeats=1, concurrencies=(1,))
+    spec = next(r for r in runs if r["point"] == 2)
+    spec["loadgen"]["metrics_after"] = spec["loadgen"]["metrics_before"]
+    result = make({"runs": runs, "output_dir": str(tmp_path), "plots": False}).run(task_vars={})
+    assert result["failed"] and "(draft 2, concurrency 1, prompt set short)" in result["msg"]
+    assert "--spec-type draft-simple" in result["msg"]
+
+
+def test_bad_arguments():
+    from ansible.errors import AnsibleError
+    with pytest.raises(AnsibleError, match="runs must be"):
+        make({"runs": [], "output_dir": "/tmp"}).run(task_vars={})
+    with pytest.raises(AnsibleError, match="objective is a dict"):
+        make({"runs": [{}], "output_dir": "/tmp", "objective": {"speed": 1}}).run(task_vars={})
+    with pytest.raises(AnsibleError, match="unknown option"):
+        make({"runs": [{}], "output_dir": "/tmp", "colour": "red"}).run(task_vars={})

@@ -1,0 +1,274 @@
+# -*- coding: utf-8 -*-
+"""sparkops.specdec.specdec_loadgen against a fake llama-server on 127.0.0.1 (loopback only).
+
+The fake streams /v1/chat/completions in llama.cpp's shape (ggml-org/llama.cpp
+tools/server/server-task.cpp, to_json_oaicompat_chat_stream at commit 00efb3e184262872916bf136b3df63c1822a19bd:
+one chunk per token delta, a chunk with finish_reason and an empty delta, with include_usage a chunk with
+empty choices and usage, the timings object on the last chunk, then data: [DONE]) and serves the
+fixture metrics texts at /metrics. Tokens come in bursts (speculation), with a pause between them, so
+the recorded chunk times are checked by ORDER and count, never by duration."""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from ansible.module_utils import basic
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.sparkops.specdec.plugins.modules import specdec_loadgen
+
+FIX = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'bench')
+
+
+class AnsibleExitJson(Exception):
+    pass
+
+
+class AnsibleFailJson(Exception):
+    pass
+
+
+def exit_json(self, **kwargs):
+    kwargs.setdefault('changed', False)
+    raise AnsibleExitJson(kwargs)
+
+
+def fail_json(self, **kwargs):
+    kwargs['failed'] = True
+    raise AnsibleFailJson(kwargs)
+
+
+@pytest.fixture(autouse=True)
+def patched(monkeypatch):
+    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
+    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
+
+
+class Fake(object):
+    def __init__(self):
+        self.bodies = []
+        self.metrics = []  # texts served in turn by /metrics
+        self.chat_status = 200
+        self.words = ['def', ' f', '(x', '):', ' return', ' x']
+        self.burst = 3
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.lock = threading.Lock()
+        self.truncate = False
+
+
+def make_handler(fake):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = 'HTTP/1.1'
+
+        def log_message(self, *args):
+            pass
+
+        def _send(self, status, body, ctype='application/json'):
+            data = body.encode() if isinstance(body, str) else body
+            self.send_response(status)
+            self.send_header('Content-Type', ctype)
+            self.send_header('Content-Length', str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            if self.path == '/v1/models':
+                self._send(200, json.dumps({'object': 'list', 'data': [{'id': 'qwen2.5-coder-1.5b'}]}))
+            elif self.path == '/metrics' and fake.metrics:
+                text = fake.metrics.pop(0) if len(fake.metrics) > 1 else fake.metrics[0]
+                self._send(200, text, 'text/plain; version=0.0.4')
+            else:
+                self._send(404, json.dumps({'error': {'code': 404, 'message': 'File Not Found'}}))
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers['Content-Length'])))
+            fake.bodies.append(body)
+            if fake.chat_status != 200:
+                self._send(fake.chat_status, json.dumps({'error': {'message': 'context too long'}}))
+                return
+            with fake.lock:
+                fake.in_flight += 1
+                fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+            try:
+                self.send_response(200)
+                self.send_header('Content-Type', 'text/event-stream')
+                self.send_header('Transfer-Encoding', 'chunked')
+                self.end_headers()
+
+                def event(obj):
+                    data = ('data: %s\n\n' % (obj if isinstance(obj, str) else json.dumps(obj))).encode()
+                    self.wfile.write(b'%x\r\n%s\r\n' % (len(data), data))
+                    self.wfile.flush()
+
+                base = {'id': 'chatcmpl-1', 'object': 'chat.completion.chunk', 'model': body['model'], 'created': 1}
+                event(dict(base, choices=[{'index': 0, 'finish_reason': None,
+                                           'delta': {'role': 'assistant', 'content': None}}]))
+                for i, word in enumerate(fake.words):
+                    if i and i % fake.burst == 0:
+                        time.sleep(0.02)  # the next verification step
+                    event(dict(base, choices=[{'index': 0, 'finish_reason': None, 'delta': {'content': word}}]))
+                if not fake.truncate:
+                    event(dict(base, choices=[{'index': 0, 'finish_reason': 'stop', 'delta': {}}]))
+                    event(dict(base, choices=[], usage={'completion_tokens': len(fake.words), 'prompt_tokens': 12,
+                                                        'total_tokens': 12 + len(fake.words)},
+                               timings={'prompt_n': 12, 'predicted_n': len(fake.words), 'predicted_per_second': 20.5,
+                                        'draft_n': 4, 'draft_n_accepted': 3}))
+                    event('[DONE]')
+                self.wfile.write(b'0\r\n\r\n')
+                self.wfile.flush()
+            finally:
+                with fake.lock:
+                    fake.in_flight -= 1
+
+    return Handler
+
+
+@pytest.fixture
+def server():
+    fake = Fake()
+    httpd = ThreadingHTTPServer(('127.0.0.1', 0), make_handler(fake))
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    fake.url = 'http://127.0.0.1:%d' % httpd.server_address[1]
+    try:
+        yield fake
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def fixture_text(name):
+    with open(os.path.join(FIX, name)) as handle:
+        return handle.read()
+
+
+def run(args, expect='exit'):
+    with patch_module_args(args):
+        with pytest.raises(AnsibleExitJson if expect == 'exit' else AnsibleFailJson) as excinfo:
+            specdec_loadgen.main()
+    return excinfo.value.args[0]
+
+
+def test_streams_records_and_scrapes(server, loopback_only, tmp_path, monkeypatch):
+    proc = tmp_path / 'proc'
+    (proc / 'pressure').mkdir(parents=True)
+    (proc / 'pressure' / 'cpu').write_text('some avg10=1.00 avg60=0.50 avg300=0.10 total=123\n')
+    (proc / 'meminfo').write_text('MemTotal:       16000000 kB\nMemAvailable:    8000000 kB\n')
+    monkeypatch.setattr(specdec_loadgen, 'PROC', str(proc))
+    server.metrics = [fixture_text('llamacpp-metrics-before.txt'), fixture_text('llamacpp-metrics-after.txt')]
+    result = run({'url': server.url, 'engine': 'llamacpp', 'concurrency': 2, 'num_requests': 4, 'max_tokens': 16,
+                  'prompts': ['Write f.', {'id': 'sys', 'system': 'Be brief.', 'prompt': 'Hi', 'max_tokens': 8}],
+                  'extra_body': {'ignore_eos': True}, 'warmup_requests': 1})
+    assert result['changed'] is False and result['model'] == 'qwen2.5-coder-1.5b'
+    assert result['warmup'] == 1 and len(server.bodies) == 5
+    assert result['metrics_path'] == '/metrics'
+    assert 'spec_decode_num_draft_tokens_total 108' in result['metrics_before']
+    assert 'spec_decode_num_draft_tokens_total 540' in result['metrics_after']
+    body = server.bodies[-1]
+    assert body['stream'] is True and body['stream_options'] == {'include_usage': True}
+    assert body['temperature'] == 0.0 and body['seed'] == 0 and body['ignore_eos'] is True
+    assert server.bodies[2]['messages'] == [{'role': 'system', 'content': 'Be brief.'}, {'role': 'user', 'content': 'Hi'}]
+    assert server.bodies[2]['max_tokens'] == 8
+    assert server.max_in_flight == 2
+    reqs = result['requests']
+    assert [r['prompt_id'] for r in reqs] == ['0', 'sys', '0', 'sys']
+    for rec in reqs:
+        assert rec['ok'] and rec['error'] is None
+        assert rec['text'] == 'def f(x): return x'
+        assert rec['output_tokens'] == 6 and rec['prompt_tokens'] == 12 and rec['finish_reason'] == 'stop'
+        assert len(rec['chunk_times']) == 6  # the role chunk has no content and is not counted
+        assert rec['ttft'] == rec['chunk_times'][0]
+        assert rec['chunk_times'] == sorted(rec['chunk_times']) and rec['e2e'] >= rec['chunk_times'][-1]
+        assert rec['timings']['draft_n'] == 4
+    assert result['wall_seconds'] > 0
+    assert result['node']['mem_available_bytes_before'] == 8000000 * 1024
+    assert result['node']['cpu_pressure_after'].startswith('some avg10=1.00')
+
+
+def test_check_mode_sends_nothing(server):
+    result = run({'url': server.url, 'prompts': ['x'], '_ansible_check_mode': True})
+    assert result['skipped'] is True and result['requests'] == [] and server.bodies == []
+
+
+def test_unreachable_endpoint_is_one_message(closed_port):
+    result = run({'url': 'http://127.0.0.1:%d' % closed_port, 'prompts': ['x']}, expect='fail')
+    assert result['msg'].startswith('cannot reach http://127.0.0.1:%d/v1/models' % closed_port)
+    assert 'run this module on the head node' in result['msg']
+
+
+def test_http_error_fails_with_the_first_error_and_keeps_records(server):
+    server.chat_status = 400
+    result = run({'url': server.url, 'prompts': ['x'], 'warmup_requests': 0, 'metrics_path': ''}, expect='fail')
+    assert result['msg'].startswith('1 of 1 requests to %s/v1/chat/completions failed' % server.url)
+    assert 'HTTP 400' in result['msg'] and 'context too long' in result['msg']
+    assert result['requests'][0]['ok'] is False
+
+
+def test_stream_without_done_or_usage_fails(server):
+    server.truncate = True
+    result = run({'url': server.url, 'prompts': ['x'], 'warmup_requests': 0, 'metrics_path': ''}, expect='fail')
+    assert 'without [DONE]' in result['msg']
+
+
+def test_missing_metrics_names_the_flags(server):
+    result = run({'url': server.url, 'prompts': ['x'], 'engine': 'trtllm', 'warmup_requests': 0}, expect='fail')
+    assert 'no Prometheus metrics' in result['msg'] and 'return_perf_metrics: true' in result['msg']
+    assert '/prometheus/metrics: HTTP 404' in result['msg']
+
+
+def test_auto_engine_falls_back_to_metrics(server):
+    server.metrics = [fixture_text('trtllm-prometheus-before.txt')]
+    result = run({'url': server.url, 'prompts': ['x'], 'warmup_requests': 0})
+    assert result['metrics_path'] == '/metrics' and result['metrics_before'].startswith('# PROVENANCE')
+
+
+def test_record_dir_keeps_the_raw_stream(server, tmp_path):
+    server.metrics = [fixture_text('llamacpp-metrics-before.txt'), fixture_text('llamacpp-metrics-after.txt')]
+    out = tmp_path / 'rec'
+    result = run({'url': server.url, 'prompts': ['x'], 'warmup_requests': 0, 'record_dir': str(out),
+                  'record_text': False})
+    assert result['changed'] is True and 'text' not in result['requests'][0]
+    raw = (out / 'request-0000.sse').read_text()
+    assert raw.count('data: ') == 10 and raw.rstrip().endswith('data: [DONE]')
+    assert 'draft_n_accepted' in raw
+    assert (out / 'metrics-after.txt').read_text().count('540') == 1
+    assert json.loads((out / 'run.json').read_text())['model'] == 'qwen2.5-coder-1.5b'
+
+
+def test_parse_sse_line():
+    assert specdec_loadgen.parse_sse_line(b': keep-alive\n') is None
+    assert specdec_loadgen.parse_sse_line(b'data: [DONE]\r\n') == 'done'
+    assert specdec_loadgen.parse_sse_line('data: {"a": 1}\n') == {'a': 1}
+    assert specdec_loadgen.parse_sse_line(b'error: {"code": 500}\n') == {'error': {'code': 500}}
+
+
+@pytest.mark.parametrize('args,msg', [
+    ({'concurrency': 0}, 'concurrency must be at least 1'),
+    ({'prompts': []}, 'prompts is empty'),
+    ({'prompts': [{'id': 'x'}]}, 'neither prompt nor messages'),
+    ({'url': 'ftp://x'}, 'url must be http'),
+])
+def test_bad_options(args, msg, server):
+    full = {'url': server.url, 'prompts': ['x']}
+    full.update(args)
+    assert msg in run(full, expect='fail')['msg']
+
+
+@pytest.mark.parametrize('name', ['short', 'long'])
+def test_shipped_prompt_sets_are_valid_loadgen_prompts(name):
+    root = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'roles', 'specdec_benchmark', 'files',
+                        'prompts')
+    with open(os.path.join(root, name + '.json')) as handle:
+        doc = json.load(handle)
+    assert doc['name'] == name and doc['description']
+    jobs = specdec_loadgen.build_requests(doc['prompts'], None, 128)
+    ids = [p['id'] for p in doc['prompts']]
+    assert len(jobs) == len(ids) == len(set(ids)) >= 4
+    assert any(i.startswith(('code', 'long-code')) for i in ids) and any('general' in i for i in ids)
