@@ -31,6 +31,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import collections
+import datetime
+import email.utils
 import errno
 import hashlib
 import json
@@ -41,6 +43,8 @@ import tempfile
 import threading
 import time
 import traceback
+
+from ansible_collections.sparkops.specdec.plugins.module_utils._secrets import Scrubber, scrub, token_defects
 
 HF_IMPORT_ERROR = None
 try:
@@ -102,6 +106,14 @@ TIMEOUT_ERROR_NAMES = frozenset(('ConnectTimeout', 'ReadTimeout', 'WriteTimeout'
                                  'Timeout', 'timeout', 'TimeoutError'))
 PROGRESS_INTERVAL = 1.0  # seconds between two writes of progress_file while downloading
 PROGRESS_RATE_WINDOW = 5.0  # seconds over which bytes_per_second is measured while downloading
+DEFAULT_RATE_LIMIT_RETRIES = 5  # HTTP 429 answers retried per run (rate_limit_retries)
+DEFAULT_RATE_LIMIT_MAX_WAIT = 600  # seconds the run may spend waiting on HTTP 429 (rate_limit_max_wait)
+RATE_LIMIT_BACKOFF_CAP = 60  # seconds: longest wait after a 429 without Retry-After (exponential from 1 s)
+# OpenSSL verify results that depend on this node's clock (X509_V_ERR_CERT_NOT_YET_VALID, _HAS_EXPIRED and
+# the CRL pair), and the texts Python's ssl module gives them.
+CLOCK_VERIFY_CODES = {9: 'not_yet_valid', 10: 'expired', 11: 'not_yet_valid', 12: 'expired'}
+CLOCK_TEXTS = (('certificate is not yet valid', 'not_yet_valid'), ('crl is not yet valid', 'not_yet_valid'),
+               ('certificate has expired', 'expired'), ('crl has expired', 'expired'))
 
 
 class HfDownloadError(Exception):
@@ -132,15 +144,6 @@ class RemoteFile(object):
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def scrub(text, secrets):
-    """Replace every secret in text with a placeholder."""
-    text = '' if text is None else str(text)
-    for secret in secrets or ():
-        if secret:
-            text = text.replace(secret, '********')
-    return text
 
 
 def repo_folder_name(repo_id, repo_type):
@@ -230,6 +233,134 @@ def _first_line(text, limit=300):
         if line:
             return line[:limit]
     return ''
+
+
+# --------------------------------------------------------------------------- HTTP 429 (rate limits)
+
+
+class RateLimited(Exception):
+    """An HTTP 429 answer, raised by the client's response hook (see _install_client_hooks).
+
+    Raised before huggingface_hub's own retry loop sees the answer: that loop honours only a
+    Retry-After in seconds, and without any bound (a Retry-After of a day sleeps a day).
+    """
+
+    def __init__(self, retry_after=None):
+        super(RateLimited, self).__init__('HTTP 429 Too Many Requests')
+        self.retry_after = retry_after  # the Retry-After header as sent (or None)
+
+
+def parse_retry_after(value, now=None):
+    """Seconds to wait from a Retry-After header: delay-seconds or an HTTP-date (RFC 9110 10.2.3).
+
+    A date in the past gives 0. None for a missing or unreadable header.
+    """
+    if value is None:
+        return None
+    value = str(value).strip()
+    if not value:
+        return None
+    if value.isdigit():
+        return float(int(value))
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when is None:
+        return None
+    if when.tzinfo is None:  # an HTTP-date is always GMT
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    now = time.time() if now is None else now
+    return max(0.0, when.timestamp() - now)
+
+
+def rate_limit_of(exc):
+    """(True, Retry-After header or None) when exc (or its chain) is an HTTP 429 answer, else (False, None)."""
+    for e in _exception_chain(exc):
+        if isinstance(e, RateLimited):
+            return True, e.retry_after
+        if _http_status(e) == 429:
+            headers = getattr(getattr(e, 'response', None), 'headers', None)
+            value = None
+            if headers is not None:
+                try:
+                    value = headers.get('Retry-After')
+                except Exception:  # pylint: disable=broad-except
+                    value = None
+            return True, value
+    return False, None
+
+
+class RateLimitPolicy(object):
+    """Retries a step answered HTTP 429, waiting what Retry-After asks; bounded for the whole run.
+
+    At most ``retries`` retries and ``max_wait`` seconds of waiting in total. Without Retry-After
+    the waits are 1, 2, 4 ... seconds (at most RATE_LIMIT_BACKOFF_CAP). A wait that would pass
+    ``max_wait`` is not started: the run fails at once with error_kind rate_limited.
+    """
+
+    def __init__(self, retries=DEFAULT_RATE_LIMIT_RETRIES, max_wait=DEFAULT_RATE_LIMIT_MAX_WAIT, endpoint='',
+                 sleep=None, clock=None, on_wait=None):
+        self.retries = max(0, int(retries))
+        self.max_wait = max(0, int(max_wait))
+        self.endpoint = endpoint
+        self.sleep = sleep or time.sleep
+        self.clock = clock or time.time
+        self.on_wait = on_wait
+        self.retried = 0
+        self.waited = 0.0
+        self.waits = []
+
+    def call(self, step, *args, **kwargs):
+        while True:
+            try:
+                return step(*args, **kwargs)
+            except Exception as exc:  # pylint: disable=broad-except
+                limited, header = rate_limit_of(exc)
+                if not limited:
+                    raise
+                self._wait(header)
+
+    def _wait(self, header):
+        asked = parse_retry_after(header, self.clock())
+        wait = asked if asked is not None else float(min(RATE_LIMIT_BACKOFF_CAP, 2 ** self.retried))
+        said = ('it asks to wait %d s (Retry-After: %s)' % (int(round(wait)), header) if asked is not None
+                else 'it sent no usable Retry-After')
+        if self.retried >= self.retries:
+            raise HfDownloadError(
+                'rate limited by %s (HTTP 429) %d time(s); %s: gave up after rate_limit_retries=%d retries: wait and '
+                're-run, raise rate_limit_retries, or use an HF token (authenticated requests get higher limits)'
+                % (self.endpoint, self.retried + 1, said, self.retries), kind='rate_limited')
+        if self.waited + wait > self.max_wait:
+            raise HfDownloadError(
+                'rate limited by %s (HTTP 429); %s, which would pass rate_limit_max_wait=%d s (%d s waited already): '
+                'wait and re-run, raise rate_limit_max_wait, or use an HF token (authenticated requests get higher '
+                'limits)' % (self.endpoint, said, self.max_wait, int(self.waited)), kind='rate_limited')
+        self.retried += 1
+        self.waited += wait
+        self.waits.append(wait)
+        if self.on_wait is not None:
+            self.on_wait(wait)
+        self.sleep(wait)
+
+
+# --------------------------------------------------------------------------- TLS and the clock
+
+
+def clock_problem(exc):
+    """'not_yet_valid' or 'expired' when exc (or its chain) is a TLS verification failure that depends on
+    this node's clock, else None. Reads the ssl error's verify_code, else the text ssl gives it (the HTTP
+    library may only keep the text)."""
+    for e in _exception_chain(exc):
+        code = getattr(e, 'verify_code', None)
+        if code in CLOCK_VERIFY_CODES:
+            return CLOCK_VERIFY_CODES[code]
+    for e in _exception_chain(exc):
+        text = ('%s %s' % (getattr(e, 'verify_message', '') or '', e)).lower()
+        for needle, problem in CLOCK_TEXTS:
+            if needle in text:
+                return problem
+    return None
 
 
 # --------------------------------------------------------------------------- targets (on-disk state)
@@ -622,6 +753,7 @@ class Progress(object):
             'started': round(now, 3), 'updated': round(now, 3), 'pid': os.getpid(),
         }
         self._write_lock = threading.Lock()
+        self._sample_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = None
         self._samples = collections.deque()
@@ -633,9 +765,12 @@ class Progress(object):
 
     # ---- states
     def start(self):
-        """Write the 'resolving' document; a progress_file that cannot be written fails the run early."""
+        """Write the 'resolving' document and start the thread that refreshes it (``updated`` moves every
+        interval in every state: a reader tells a live run from a dead one by it); a progress_file that
+        cannot be written fails the run early."""
         try:
             self._write()
+            self._start_thread()
         except (IOError, OSError) as e:
             if e.errno in SPACE_ERRNOS:
                 kind = 'disk_full'
@@ -663,6 +798,11 @@ class Progress(object):
         self.doc['state'] = 'downloading'
         self._sample()
         self._safe_write()
+        self._start_thread()
+
+    def _start_thread(self):
+        if self._thread is not None or self._stop.is_set():
+            return
         self._thread = threading.Thread(target=self._loop, name='hf_download-progress')
         self._thread.daemon = True
         self._thread.start()
@@ -697,7 +837,8 @@ class Progress(object):
     def _loop(self):
         while not self._stop.wait(self.interval):
             try:
-                self._sample()
+                if self._target is not None:  # downloading: measure; before that only the heartbeat
+                    self._sample()
                 self._safe_write()
             except Exception as e:  # pylint: disable=broad-except  # progress must never break the download
                 self._warn('progress_file %s: progress measurement failed (%s: %s)' % (self.path, type(e).__name__, e))
@@ -744,6 +885,10 @@ class Progress(object):
         return sum(best.values())
 
     def _sample(self):
+        with self._sample_lock:  # the refresh thread and the state changes both measure
+            self._sample_locked()
+
+    def _sample_locked(self):
         still = []
         for rfile in self._pending:
             if self._is_complete(rfile):  # once complete, counted as complete (no re-check)
@@ -815,11 +960,19 @@ def configure_hf(timeout):
     hf_constants.HF_HUB_DISABLE_TELEMETRY = True
     hf_constants.HF_HUB_ETAG_TIMEOUT = timeout
     hf_constants.HF_HUB_DOWNLOAD_TIMEOUT = timeout
-    _install_default_timeout(timeout)
+    _install_client_hooks(timeout)
 
 
-def _install_default_timeout(timeout):
-    """Give requests that huggingface_hub sends without a timeout (tree listing) a default one (httpx clients)."""
+def _rate_limit_hook(response):
+    """Response hook: an HTTP 429 answer raises RateLimited (RateLimitPolicy retries the step, bounded)."""
+    if getattr(response, 'status_code', None) == 429:
+        headers = getattr(response, 'headers', None)
+        raise RateLimited(headers.get('Retry-After') if headers is not None else None)
+
+
+def _install_client_hooks(timeout):
+    """On huggingface_hub's httpx clients: a default timeout for requests sent without one (tree listing),
+    and the HTTP 429 hook (_rate_limit_hook)."""
     try:
         from huggingface_hub.utils import _http as hf_http
         base_factory = hf_http.default_client_factory
@@ -836,6 +989,7 @@ def _install_default_timeout(timeout):
         client = base_factory()
         try:
             client.event_hooks['request'].append(hook)
+            client.event_hooks['response'].append(_rate_limit_hook)
         except Exception:  # pylint: disable=broad-except
             pass
         return client
@@ -900,8 +1054,14 @@ def disk_space_check(target, needed_bytes):
 def describe_error(exc, ctx):
     """Map an exception to (kind, message naming the problem and the fix). Never includes the token.
 
-    ctx keys: repo_id, repo_type, revision, endpoint, token_given (bool), timeout, target (Target or None).
+    ctx keys: repo_id, repo_type, revision, endpoint, token_given (bool), timeout, target (Target or None),
+    secrets (list: every form of each is scrubbed from the message, which may quote the exception).
     """
+    kind, msg = _describe_error(exc, ctx)
+    return kind, scrub(msg, ctx.get('secrets'))
+
+
+def _describe_error(exc, ctx):
     if isinstance(exc, HfDownloadError):
         return exc.kind, exc.msg
     repo = ctx['repo_id']
@@ -958,6 +1118,20 @@ def describe_error(exc, ctx):
             return 'offline_env', (
                 'HF_HUB_OFFLINE is set in the environment of the target, so %s cannot be contacted: unset '
                 'HF_HUB_OFFLINE, or set offline=true to use only files already on disk' % endpoint)
+    clock = clock_problem(exc)
+    if clock == 'not_yet_valid':
+        return 'clock', (
+            'the TLS certificate of %s is not yet valid by this node\'s clock: check this node\'s clock (date; '
+            'timedatectl / chronyc tracking) and set it right (enable NTP), then re-run; the network is fine' % endpoint)
+    if clock == 'expired':
+        return 'clock', (
+            'the TLS certificate of %s has expired by this node\'s clock: check this node\'s clock (date; a clock far '
+            'ahead makes valid certificates look expired) and set it right (enable NTP); if the clock is right, the '
+            'certificate of the endpoint (mirror) must be renewed' % endpoint)
+    limited, header = rate_limit_of(exc)
+    if limited:
+        return 'rate_limited', ('rate limited by %s (HTTP 429, Retry-After: %s): wait and re-run, or use an HF '
+                                'token (authenticated requests get higher limits)' % (endpoint, header))
     for e in chain:
         names = _class_names(e)
         if names & TIMEOUT_ERROR_NAMES and names & (CONNECTION_ERROR_NAMES | TIMEOUT_ERROR_NAMES):
@@ -1018,12 +1192,20 @@ def run(params, check_mode=False):
     ignore = params.get('ignore_patterns') or None
     target = Target(repo_id, repo_type, params.get('cache_dir'), params.get('local_dir'))
     ctx = dict(repo_id=repo_id, repo_type=repo_type, revision=revision, endpoint=endpoint,
-               token_given=bool(token), timeout=timeout, target=target)
+               token_given=bool(token), timeout=timeout, target=target, secrets=[token] if token else [])
     before_commit = target.recorded_commit(revision)
     warnings = []
     progress = None
     if params.get('progress_file') and not check_mode:
         progress = Progress(params['progress_file'], repo_id, revision, secrets=[token])
+    limits = RateLimitPolicy(_int_param(params, 'rate_limit_retries', DEFAULT_RATE_LIMIT_RETRIES),
+                             _int_param(params, 'rate_limit_max_wait', DEFAULT_RATE_LIMIT_MAX_WAIT), endpoint)
+    reused_parts = []
+
+    def fetch_step():
+        """Complete partial files, then download the rest; retried as a whole after an HTTP 429."""
+        reused_parts.append(resume_partials(target, commit, plan.missing, endpoint, token, warnings))
+        _download(params, target, commit, allow, ignore, endpoint, token, timeout)
 
     try:
         if progress is not None:
@@ -1034,10 +1216,11 @@ def run(params, check_mode=False):
             configure_hf(timeout)
             api = HfApi(endpoint=endpoint, token=token if token else False,
                         library_name=LIBRARY_NAME, library_version=LIBRARY_VERSION)
-            commit, files = resolve_remote(api, repo_id, repo_type, revision, timeout)
+            commit, files = limits.call(resolve_remote, api, repo_id, repo_type, revision, timeout)
             plan = Plan(target, commit, files, allow, ignore)
             if plan.missing:
-                probe_access(repo_id, repo_type, commit, plan.missing[0], endpoint, token if token else False, timeout)
+                limits.call(probe_access, repo_id, repo_type, commit, plan.missing[0], endpoint,
+                            token if token else False, timeout)
         commit = plan.commit
         if progress is not None:
             progress.planned(plan)
@@ -1063,8 +1246,8 @@ def run(params, check_mode=False):
                 target.discard_invalid(commit, plan.missing)
                 if progress is not None:
                     progress.downloading(target)
-                reused = resume_partials(target, commit, plan.missing, endpoint, token, warnings)
-                _download(params, target, commit, allow, ignore, endpoint, token, timeout)
+                limits.call(fetch_step)
+                reused = sum(reused_parts)
                 after = Plan(target, commit, plan.all_files, allow, ignore)
                 if after.to_fetch:
                     bad = after.to_fetch
@@ -1113,6 +1296,7 @@ def run(params, check_mode=False):
         'bytes_reused': reused,
         'bytes_total': plan.bytes_total,
         'seconds': round(time.time() - started, 3),
+        'rate_limit_waits': [round(w, 3) for w in limits.waits],
         'diff': {
             'before': {'commit': before_commit, 'files_present': len(plan.present)},
             'after': {'commit': commit, 'files_present': len(plan.selection)},
@@ -1122,6 +1306,11 @@ def run(params, check_mode=False):
         'warnings': warnings,
     }
     return result
+
+
+def _int_param(params, name, default):
+    value = params.get(name)
+    return default if value is None else int(value)
 
 
 def _offline_plan(target, revision, allow, ignore, endpoint):

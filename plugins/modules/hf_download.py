@@ -106,12 +106,17 @@ options:
       - Hugging Face access token (read scope is enough). Needed for gated and private repositories.
       - If neither O(token) nor O(token_file) is set, the E(HF_TOKEN) environment variable of the module is used.
       - The stored login token of C(huggingface_hub) (C(hf auth login)) is deliberately not used.
-      - Never logged nor returned.
+      - Never logged nor returned. Every message that quotes an exception is scrubbed of it in every form
+        (raw, escaped, URL-encoded, base64 of the token and of C(user:token), C(Bearer <token>)).
+      - A malformed token fails the run before any network access, with C(error_kind) V(token_malformed), naming
+        the defect and never the value - white space around it or inside it (a line break from a file or a YAML
+        C(|) block), a C(Bearer ) prefix, quotes around it, non-printable or non-ASCII characters.
       - Mutually exclusive with O(token_file).
     type: str
   token_file:
     description:
-      - Path of a file on the target that contains the token (surrounding whitespace is stripped).
+      - Path of a file on the target that contains the token (surrounding whitespace is stripped; the rest is
+        checked as for O(token)).
       - Mutually exclusive with O(token).
     type: path
   endpoint:
@@ -139,13 +144,32 @@ options:
         It is not a limit on the total duration of the download.
     type: int
     default: 60
+  rate_limit_retries:
+    description:
+      - How many times the run retries a step (resolve, access check, download) that the Hub answered with
+        HTTP 429 (rate limited), in the whole run. V(0) fails at the first 429.
+      - Each retry waits what the C(Retry-After) header asks (seconds or an HTTP-date); without it 1, 2, 4 ...
+        seconds (at most 60). Completed files are kept across retries.
+      - When the retries are used up the run fails with C(error_kind) V(rate_limited).
+    type: int
+    default: 5
+    version_added: 0.2.0
+  rate_limit_max_wait:
+    description:
+      - Longest total time in seconds the run waits on HTTP 429 answers. A wait that would pass it is not started
+        (a C(Retry-After) of an hour is not slept through): the run fails at once with C(error_kind)
+        V(rate_limited), saying how long the Hub asked to wait.
+    type: int
+    default: 600
+    version_added: 0.2.0
   progress_file:
     description:
       - Path of a JSON file on the target that the module keeps up to date while it runs, so that a task started
         with C(async) and C(poll) V(0) can be followed (see EXAMPLES). Missing parent directories are created.
       - The file is replaced atomically (written to a temporary file in the same directory, then renamed), so a
-        reader never sees a partial document. It is written when the run starts, when the download starts, about
-        every second while downloading, and at the end. A previous document at that path is overwritten.
+        reader never sees a partial document. It is written when the run starts, then about every second in
+        every state (C(updated) moves while the module lives: a reader tells a dead run from a live one by it),
+        and at the end. A previous document at that path is overwritten.
         Mode V(0644). Not written in check mode.
       - "Keys: C(repo_id), C(revision) (as given), C(commit) (full SHA, V(null) until resolved),
         C(state) (V(resolving), V(downloading), V(done) or V(failed)),
@@ -165,14 +189,20 @@ notes:
     C(gated) (gated repository without access: request access to the repository on the Hub, then re-run),
     C(token_rejected) (invalid or expired token: set a valid token in E(HF_TOKEN) / O(token)),
     C(repo_not_found), C(revision_not_found), C(repo_disabled), C(entry_not_found),
-    C(forbidden) (HTTP 403, token without read permission), C(rate_limited) (HTTP 429), C(hub_error) (HTTP 5xx),
+    C(forbidden) (HTTP 403, token without read permission),
+    C(rate_limited) (HTTP 429 after O(rate_limit_retries) retries, or a C(Retry-After) that would pass
+    O(rate_limit_max_wait)), C(hub_error) (HTTP 5xx),
     C(http_error) (another HTTP error),
     C(unreachable) (network, DNS, proxy or timeout; names the endpoint),
+    C(clock) (the endpoint's TLS certificate is not yet valid, or has expired, by the node's clock: check the node's
+    clock with C(date) and enable NTP),
     C(interrupted) (connection dropped during a transfer: re-run), C(offline_env) (E(HF_HUB_OFFLINE) is set),
     C(offline_incomplete) (O(offline=true) and files are missing or cannot be verified),
     C(disk_full) (ENOSPC or quota; also checked before downloading), C(not_writable) (permission denied or read-only
     filesystem), C(incomplete) (files still missing after a download), C(missing_library)
     (C(huggingface_hub) not installed for the module's Python), C(token_file) (unreadable or empty token file),
+    C(token_malformed) (the token has white space, a line break, a C(Bearer ) prefix, quotes or non-printable
+    characters; the message names the defect, never the value),
     C(invalid_option), and C(error) (anything else)."
   - "On-disk formats are those of C(huggingface_hub): the cache layout
     (C(refs/<revision>), C(snapshots/<commit>/<path>), C(blobs/<etag>)), and for O(local_dir) the
@@ -317,6 +347,15 @@ seconds:
   returned: success
   type: float
   sample: 12.345
+rate_limit_waits:
+  description:
+    - Seconds waited after each HTTP 429 answer of the Hub in this run, in order (empty when none). See
+      O(rate_limit_retries) and O(rate_limit_max_wait).
+  returned: success
+  type: list
+  elements: float
+  sample: [2.0]
+  version_added: 0.2.0
 error_kind:
   description: Machine-readable class of the failure (see the notes), for C(failed_when) / C(rescue) logic.
   returned: failure
@@ -330,12 +369,14 @@ from ansible.module_utils.basic import AnsibleModule, env_fallback, missing_requ
 
 from ansible_collections.sparkops.specdec.plugins.module_utils._hf import (
     DEFAULT_ENDPOINT,
+    DEFAULT_RATE_LIMIT_MAX_WAIT,
+    DEFAULT_RATE_LIMIT_RETRIES,
     HAS_HF,
     HF_IMPORT_ERROR,
     HfDownloadError,
     run,
-    scrub,
 )
+from ansible_collections.sparkops.specdec.plugins.module_utils._secrets import Scrubber, token_defects
 
 
 def argument_spec():
@@ -355,6 +396,8 @@ def argument_spec():
         offline=dict(type='bool', default=False),
         max_workers=dict(type='int', default=8),
         timeout=dict(type='int', default=60),
+        rate_limit_retries=dict(type='int', default=DEFAULT_RATE_LIMIT_RETRIES),
+        rate_limit_max_wait=dict(type='int', default=DEFAULT_RATE_LIMIT_MAX_WAIT),
         progress_file=dict(type='path'),
     )
 
@@ -362,7 +405,9 @@ def argument_spec():
 def _read_token_file(module, path):
     try:
         with open(path, 'r') as f:
-            token = f.read().strip()
+            token = f.read()
+            module.no_log_values.add(token)
+            token = token.strip()
     except (IOError, OSError) as e:
         module.fail_json(msg='cannot read token_file %s (%s): make it readable by the user running the module, or use '
                              'the token option / HF_TOKEN' % (path, e.strerror or type(e).__name__),
@@ -387,13 +432,24 @@ def main():
     token = params['token'] or None
     if token:
         module.no_log_values.add(token)
-    secrets = [token] if token else []
+        if token.strip():
+            module.no_log_values.add(token.strip())
+    scrub = Scrubber([token] if token else [])
 
     def fail(msg, kind, **kwargs):
-        module.fail_json(msg=scrub(msg, secrets), error_kind=kind, **kwargs)
+        module.fail_json(msg=scrub(msg), error_kind=kind, **kwargs)
+
+    defects = token_defects(token)
+    if defects:
+        source = ('token_file %s' % params['token_file'] if params['token_file']
+                  else 'the token option' if module.params['token'] else 'HF_TOKEN')
+        fail('the HF token (from %s) %s: set the token alone, exactly as the Hub shows it (e.g. hf_...), with no '
+             'white space or "Bearer " around it (| trim in a template; ansible-vault encrypt_string without a trailing '
+             'newline: printf %%s TOKEN | ansible-vault encrypt_string)' % (source, '; '.join(defects)),
+             'token_malformed')
 
     if not HAS_HF:
-        fail(missing_required_lib('huggingface_hub'), 'missing_library', exception=scrub(HF_IMPORT_ERROR, secrets))
+        fail(missing_required_lib('huggingface_hub'), 'missing_library', exception=scrub(HF_IMPORT_ERROR))
 
     repo_id = (params['repo_id'] or '').strip()
     if not repo_id or repo_id.startswith('/') or repo_id.endswith('/') or repo_id.count('/') > 1 or '..' in repo_id:
@@ -411,6 +467,12 @@ def main():
         fail('max_workers must be >= 1 (got %d)' % params['max_workers'], 'invalid_option')
     if params['timeout'] < 1:
         fail('timeout must be >= 1 second (got %d)' % params['timeout'], 'invalid_option')
+    if params['rate_limit_retries'] < 0:
+        fail('rate_limit_retries must be >= 0 (got %d): set how many HTTP 429 answers to retry, e.g. 5'
+             % params['rate_limit_retries'], 'invalid_option')
+    if params['rate_limit_max_wait'] < 0:
+        fail('rate_limit_max_wait must be >= 0 seconds (got %d): set the longest total wait on HTTP 429, e.g. 600'
+             % params['rate_limit_max_wait'], 'invalid_option')
     for key in ('cache_dir', 'local_dir', 'progress_file'):
         if params[key]:
             params[key] = os.path.abspath(params[key])
@@ -422,7 +484,7 @@ def main():
         return
 
     for warning in result.pop('warnings', []):
-        module.warn(scrub(warning, secrets))
+        module.warn(scrub(warning))
     diff = result.pop('diff')
     if module._diff:
         result['diff'] = diff
