@@ -671,13 +671,6 @@ def _deployment_id(value, shown):
             'or "" for the head host\'s name.' % shown]
 
 
-def _token(value, shown):
-    # A token read from a file usually ends with a newline; HF rejects it with a confusing 401.
-    if value != value.strip() or re.search(r'\s', value):
-        return ['%s contains white space (a trailing newline from a file?); strip it, e.g. with | trim.' % shown]
-    return []
-
-
 def _hf_hub_requirement(value, shown):
     normalized = re.sub(r'[-_.]+', '_', value.lower())
     if 'huggingface_hub' in normalized and '\n' not in value:
@@ -902,7 +895,6 @@ BOUNDS = {
     'specdec_server_kv_cache_free_gpu_memory_fraction': _fraction('0.9'),
     'specdec_server_extra_args': _Check(_extra_args),
     'specdec_server_env': _Check(_env_dict),
-    'specdec_server_hf_token': _Check(_token),
     'specdec_server_hf_endpoint': _url(('http', 'https'), 'https://hf-mirror.example.com', empty_ok=True,
                                        empty_means='the public Hub'),
     'specdec_server_download_timeout': _int_range(1, note='seconds'),
@@ -1127,3 +1119,48 @@ def check_settings(settings: dict, specs: dict, *, results=RESULTS, context=None
     effective = {k: v for k, v in effective.items() if v is not _BAD}
     problems.extend(_cross(effective, context))
     return sorted(set(_one_line(p) for p in problems))
+
+
+# ---------------------------------------------------------------------------------------------
+# Secrets (issue 10, item 4). One block, owned by the secrets hardening: the token's shape and
+# secret-looking names in the *_env settings. The rules are in module_utils/_secrets.py (shared
+# with hf_download on the nodes); this block only wires them into BOUNDS.
+# ---------------------------------------------------------------------------------------------
+
+from ansible_collections.sparkops.specdec.plugins.module_utils import _secrets  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def _hf_token(value, shown):
+    """A malformed token (white space, line break, Bearer prefix, quotes, control characters): the defect,
+    never the value (shown is "the value (hidden)" for this name)."""
+    defects = _secrets.token_defects(value)
+    if not defects:
+        return []
+    return ['the value (hidden) %s; set the token alone, exactly as the Hub shows it (hf_...): | trim in a template, '
+            'and printf %%s TOKEN | ansible-vault encrypt_string (echo adds a newline).' % '; '.join(defects)]
+
+
+def _env_dict_no_secrets(value, shown):
+    """_env_dict, and no key that looks like a secret (the rank environment shows in docker inspect and ps)."""
+    problems = _env_dict(value, shown)
+    for key in sorted((k for k in value if isinstance(k, str)), key=str):
+        pattern = _secrets.secret_env_name(key)
+        if pattern:
+            problems.append('key %s looks like a secret (matches %s); the environment of the container and the ranks '
+                            'is readable with docker inspect and ps: give the Hugging Face token with '
+                            'specdec_server_hf_token (kept in Ansible Vault; it reaches only the processes that need '
+                            'it), and keep other credentials out of the settings.' % (key, pattern))
+    return problems
+
+
+BOUNDS['specdec_server_hf_token'] = _Check(_hf_token)
+# Downloads that don't hang (issue 10, item 8): the poll's own deadline, and the silence after which
+# a job is dead. hf_download rewrites its progress file about every second: under 60 s of silence
+# a busy node (swapping, a slow disk) would look dead.
+BOUNDS['specdec_server_download_poll_deadline'] = _int_range(1, note='seconds; the default is 86400')
+BOUNDS['specdec_server_download_stale_timeout'] = _int_range(60, note='seconds; the default is 600')
+# Every *_env setting checked as an environment mapping (specdec_server_env, trtllm_container_env,
+# trtllm_container_cuda_env, and any added later with the _env_dict rule).
+for _name in [n for n, rule in BOUNDS.items() if n.endswith('_env') and getattr(rule, 'fn', None) is _env_dict]:
+    BOUNDS[_name] = _Check(_env_dict_no_secrets)
+del _name
