@@ -33,6 +33,7 @@ One line per request is logged to stderr: client, method, path, status, bytes an
 *name* (never the token). Usage::
 
     python3 hub_server.py --port 8080 [--host 0.0.0.0] --repos repos.json --tokens tokens.json [--data-dir DIR]
+        [--files-dir DIR]
 
 Tokens file: ``{"<token>": {"name": "alice", "gated_access": ["org/repo", ...]}}``.
 ``--port 0`` picks a free port; the first stdout line is ``READY http://<host>:<port>``.
@@ -44,6 +45,14 @@ used by tests/bench) are never held in memory nor written to ``--data-dir``: the
 on the fly for each request, block by block (see ``StreamedFile``), so start-up stays fast. Their sha256
 (LFS oid / ETag) is computed on the first request that needs it (repo info with blobs, tree listing,
 file HEAD/GET), which takes about a second per 256 MiB; the commit SHA does not depend on it.
+
+Real files (``"files"`` in repos.json, e.g. the lab's Qwen2.5-Coder GGUFs under ``sparkops-lab/...-GGUF``) are
+served from a directory given with ``--files-dir`` (read-only; in the lab container a mount of ``.lab/gguf``),
+as ``DiskFile``: size from the file, LFS sha256 from repos.json (verified by tests/lab/fetch-gguf.py, so
+nothing is hashed at start-up; a ``<file>.sha256`` stamp beside it must agree), Range support as for
+generated files. A repo whose files are missing (no ``--files-dir``, file absent, size not the declared one)
+is left out with a note on stderr, so the other repos are served as usual. Such repos get no generated
+config/tokenizer JSON unless repos.json declares it.
 
 A repo with ``"rate_bytes_per_second": N`` sends file bodies at most N bytes per second per request
 (e.g. ``sparkops-lab/slow-resume``), so that tests can kill a client in the middle of a file.
@@ -68,6 +77,7 @@ GITATTRIBUTES = (
     "*.bin filter=lfs diff=lfs merge=lfs -text\n"
     "*.model filter=lfs diff=lfs merge=lfs -text\n"
 )
+GITATTRIBUTES_REAL = "*.gguf filter=lfs diff=lfs merge=lfs -text\n"
 TREE_PAGE_SIZE = 1000
 CHUNK = 256 * 1024
 STREAM_BLOCK = CHUNK  # streamed files: payload block size (8-byte block index + a window of the pool)
@@ -147,13 +157,41 @@ def _readme(repo_id, spec):
     return ("\n".join(lines)).encode("utf-8")
 
 
+def _readme_real(repo_id, spec):
+    lines = [
+        "---",
+        "tags:",
+        "- sparkops-lab",
+        "- gguf",
+    ]
+    if spec.get("license"):
+        lines.append("license: %s" % spec["license"])
+    lines += [
+        "---",
+        "# %s (sparkops lab)" % repo_id,
+        "",
+        "Served by the sparkops lab hub (`hub_server.py`). The files listed below are **real** files, not",
+        "generated stand-ins:",
+        "",
+    ]
+    for f in spec["files"]:
+        lines.append("- `%s`: sha256 `%s`" % (f["name"], f.get("sha256", "?")))
+    if spec.get("description"):
+        lines += ["", spec["description"]]
+    lines.append("")
+    return ("\n".join(lines)).encode("utf-8")
+
+
 def generate_repo_files(spec):
     """Return an ordered dict path -> bytes (or StreamedFile, for streamed weights) for one repo spec."""
     repo_id = spec["id"]
     files = {}
-    files[".gitattributes"] = GITATTRIBUTES.encode("utf-8")
-    files["README.md"] = _readme(repo_id, spec)
+    real = bool(spec.get("files"))
+    files[".gitattributes"] = (GITATTRIBUTES + (GITATTRIBUTES_REAL if real else "")).encode("utf-8")
+    files["README.md"] = _readme_real(repo_id, spec) if real else _readme(repo_id, spec)
     for name in ("config", "generation_config", "tokenizer_config"):
+        if real and name not in spec:
+            continue
         obj = dict(spec.get(name) or {})
         obj["sparkops_lab_standin"] = True
         files[name + ".json"] = _json_bytes(obj)
@@ -330,8 +368,63 @@ class StreamedFile(_FileApi):
             yield chunk
 
 
+class MissingRealFile(Exception):
+    """A real file of a repo (``"files"`` in repos.json) is not available: the repo is left out."""
+
+
+class DiskFile(_FileApi):
+    """A real file served from disk (``"files"`` in repos.json), never read at start-up.
+
+    ``sha256`` comes from repos.json (tests/lab/fetch-gguf.py verified the file against it); when
+    repos.json gives none, the file is hashed at start-up (meant for small files only).
+    """
+
+    data = None
+
+    def __init__(self, path, disk_path, sha256=None, size=None):
+        self.path = path
+        self.disk_path = disk_path
+        try:
+            self.size = os.stat(disk_path).st_size
+        except OSError as exc:
+            raise MissingRealFile("%s: %s" % (path, exc))
+        if size is not None and int(size) != self.size:
+            raise MissingRealFile("%s: %s has %d bytes, repos.json says %d" % (path, disk_path, self.size, int(size)))
+        stamp = disk_path + ".sha256"
+        if sha256 and os.path.exists(stamp):
+            with open(stamp, "r", encoding="ascii") as f:
+                stamped = (f.read().split() or [""])[0]
+            if stamped != sha256:
+                raise MissingRealFile("%s: %s says sha256 %s, repos.json says %s" % (path, stamp, stamped, sha256))
+        self.lfs = path.endswith(LFS_SUFFIXES + (".gguf",))
+        if not sha256 or not self.lfs:
+            h_sha256, h_blob = hashlib.sha256(), hashlib.sha1(b"blob %d\0" % self.size)
+            for chunk in self.read(0, self.size):
+                h_sha256.update(chunk)
+                h_blob.update(chunk)
+            if sha256 and h_sha256.hexdigest() != sha256:
+                raise MissingRealFile("%s: sha256 %s, repos.json says %s" % (path, h_sha256.hexdigest(), sha256))
+            sha256 = h_sha256.hexdigest()
+            blob_oid = h_blob.hexdigest()
+        self.sha256 = sha256
+        if self.lfs:
+            pointer = _lfs_pointer(self.sha256, self.size)
+            self.oid = _git_blob_oid(pointer)
+            self.pointer_size = len(pointer)
+        else:
+            self.oid = blob_oid
+            self.pointer_size = None
+
+    @property
+    def commit_key(self):
+        return self.oid
+
+    def read(self, start, end):
+        return RepoFile.read(self, start, end)
+
+
 class Repo(object):
-    def __init__(self, spec, last_modified, data_dir=None):
+    def __init__(self, spec, last_modified, data_dir=None, files_dir=None):
         self.id = spec["id"]
         self.type = spec.get("type", "model")
         if self.type not in ("model", "dataset"):
@@ -355,6 +448,17 @@ class Repo(object):
                 disk_path = os.path.join(data_dir, "%ss" % self.type, self.id, *path.split("/"))
                 _write_once(disk_path, data)
             self.files[path] = RepoFile(path, data, disk_path)
+        self.real = bool(spec.get("files"))
+        for entry in spec.get("files") or []:
+            if not files_dir:
+                raise MissingRealFile("%s: no --files-dir to serve it from" % entry["name"])
+            rel = os.path.normpath(entry["path"])
+            if os.path.isabs(rel) or rel.startswith(".."):
+                raise ValueError("repo %s: file path %r must be relative to --files-dir" % (self.id, entry["path"]))
+            self.files[entry["name"]] = DiskFile(entry["name"], os.path.join(files_dir, rel),
+                                                 entry.get("sha256"), entry.get("size"))
+        self.tags = list(spec.get("tags") or (["sparkops-lab"] if self.real else ["sparkops-lab-standin"]))
+        self.library_name = spec.get("library_name", "transformers")
         h = hashlib.sha1(("sparkops-lab\0%s\0%s\0" % (self.type, self.id)).encode("utf-8"))
         for path in sorted(self.files):
             h.update(("%s\0%s\n" % (path, self.files[path].commit_key)).encode("utf-8"))
@@ -400,13 +504,13 @@ class Repo(object):
             "disabled": False,
             "downloads": 0,
             "likes": 0,
-            "tags": ["sparkops-lab-standin"],
+            "tags": self.tags,
             "siblings": [self.files[p].sibling(blobs) for p in sorted(self.files)],
             "usedStorage": sum(f.size for f in self.files.values()),
         }
         if self.type == "model":
             data["modelId"] = self.id
-            data["library_name"] = "transformers"
+            data["library_name"] = self.library_name
             data["pipeline_tag"] = "text-generation"
             data["config"] = {k: self.config[k] for k in ("architectures", "model_type") if k in self.config}
             data["spaces"] = []
@@ -458,15 +562,24 @@ def tiktoken_standin(name):
 
 
 class HubState(object):
-    def __init__(self, repos_file, tokens_file, data_dir=None):
+    def __init__(self, repos_file, tokens_file, data_dir=None, files_dir=None):
         with open(repos_file, "r", encoding="utf-8") as f:
             spec = json.load(f)
         if spec.get("format") != 1:
             raise ValueError("%s: unsupported format %r" % (repos_file, spec.get("format")))
         last_modified = spec.get("last_modified", "2025-01-01T00:00:00.000Z")
         self.repos = {}
+        self.left_out = []
         for repo_spec in spec["repos"]:
-            repo = Repo(repo_spec, last_modified, data_dir)
+            try:
+                repo = Repo(repo_spec, last_modified, data_dir, files_dir)
+            except MissingRealFile as exc:
+                # Real files are optional lab data (tests/lab/fetch-gguf.py): without them the repo is
+                # not served (404 RepoNotFound) and every other repo is.
+                self.left_out.append(repo_spec["id"])
+                sys.stderr.write("hub_server: repo %s left out: %s\n" % (repo_spec["id"], exc))
+                sys.stderr.flush()
+                continue
             self.repos[(repo.type, repo.id)] = repo
         self.tokens = {}
         if tokens_file:
@@ -658,8 +771,9 @@ class HubHandler(BaseHTTPRequestHandler):
             "ETag": '"%s"' % f.etag,
             "Accept-Ranges": "bytes",
             "Content-Disposition": 'inline; filename="%s"' % path.split("/")[-1],
-            "X-Sparkops-Lab-Standin": "true",
         }
+        if not repo.real:
+            headers["X-Sparkops-Lab-Standin"] = "true"
         if f.lfs:
             headers["X-Linked-Etag"] = '"%s"' % f.sha256
             headers["X-Linked-Size"] = str(f.size)
@@ -719,12 +833,14 @@ def main(argv=None):
     parser.add_argument("--repos", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "repos.json"))
     parser.add_argument("--tokens", default=None, help='JSON file {"<token>": {"name": ..., "gated_access": [...]}}')
     parser.add_argument("--data-dir", default=None, help="write generated files here and serve them from disk")
+    parser.add_argument("--files-dir", default=None,
+                        help="directory holding the real files of repos.json (\"files\": [{\"path\": ...}])")
     args = parser.parse_args(argv)
 
     # As PID 1 in a container SIGTERM has no default action: exit cleanly on it.
     signal.signal(signal.SIGTERM, _on_sigterm)
     started = time.time()
-    state = HubState(args.repos, args.tokens, args.data_dir)
+    state = HubState(args.repos, args.tokens, args.data_dir, args.files_dir)
     server = make_server(args.host, args.port, state)
     host, port = server.server_address[:2]
     n_files = sum(len(r.files) for r in state.repos.values())

@@ -29,6 +29,8 @@ LAB_REPOS = {
     'nvidia/Llama-3.1-8B-Instruct-FP4', 'nvidia/Qwen3-235B-A22B-FP4', 'nvidia/Qwen3-235B-A22B-Eagle3',
     'sparkops-lab/bench-100', 'sparkops-lab/bench-large', 'sparkops-lab/slow-resume',
 }
+# Repos of real files (the lab's GGUFs, served from hub_server.py --files-dir): left out without it.
+REAL_FILE_REPOS = {'sparkops-lab/Qwen2.5-Coder-1.5B-Instruct-GGUF', 'sparkops-lab/Qwen2.5-Coder-0.5B-Instruct-GGUF'}
 BENCH_LARGE = 'sparkops-lab/bench-large'
 MIB = 1024 * 1024
 
@@ -328,7 +330,8 @@ def test_repos_json_is_small_and_declarative():
     assert os.path.getsize(HUB_REPOS) < 20000
     with open(HUB_REPOS) as f:
         spec = json.load(f)
-    assert {r['id'] for r in spec['repos']} == LAB_REPOS
+    assert {r['id'] for r in spec['repos']} == LAB_REPOS | REAL_FILE_REPOS
+    assert {r['id'] for r in spec['repos'] if r.get('files')} == REAL_FILE_REPOS
     assert [r['id'] for r in spec['repos'] if r.get('gated')] == [GATED_REPO]
 
 
