@@ -395,8 +395,8 @@ def _resolve(dep, errors):
     if engine in ENGINES and PRESETS[name]["engine"] != engine:
         fits = sorted(n for n, p in PRESETS.items() if p["engine"] == engine)
         errors.append("specdec_server_preset: %s is a preset of engine %s, but specdec_server_engine is %s; use auto or %s, "
-                      "or set specdec_server_engine: %s." % (name, PRESETS[name]["engine"], engine, " or ".join(fits),
-                                                            PRESETS[name]["engine"]))
+                      "or set specdec_server_engine: %s."
+                      % (name, PRESETS[name]["engine"], engine, " or ".join(fits), PRESETS[name]["engine"]))
         return name, None
     resolved = copy.deepcopy(PRESETS[name])
     fields = OVERRIDABLE + (LLAMACPP_OVERRIDABLE if resolved["engine"] == "llamacpp" else ())
