@@ -26,7 +26,7 @@ description:
   - Builds the plan (see RV(plan)), that is the C(extra-llm-api-config.yml) content with the key spelling of the image's
     TensorRT-LLM version, the C(trtllm-serve) argv, the rank environment, the models and revisions, the draft
     location, the port and the endpoint.
-  - With C(specdec_server_engine=llamacpp) (one Spark only), the plan is llama.cpp's C(llama-server) argv instead: the
+  - With C(specdec_server_engine=llamacpp) (one Spark only), the plan is llama.cpp's C(llama-server) argv instead, with the
     target and draft GGUF files (C(specdec_server_target_file), C(specdec_server_draft_file)) read from the Hugging Face
     cache snapshot of the downloaded commits, C(--spec-type draft-simple) with C(--spec-draft-n-max) for method
     C(draft_target), C(--metrics), C(--alias) the target id; no C(extra-llm-api-config.yml) (RV(plan.config_text) is
