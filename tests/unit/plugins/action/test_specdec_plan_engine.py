@@ -1,0 +1,53 @@
+# -*- coding: utf-8 -*-
+# Unit tests for the action plugin sparkops.specdec.specdec_plan with engine llamacpp: the inventory of one node
+# (a stand-in for hostvars), the image facts as trtllm_container publishes them, and the plan it returns.
+
+from __future__ import annotations
+
+import types
+
+from ansible_collections.sparkops.specdec.plugins.action import specdec_plan
+
+LLAMA = {"specdec_server_engine": "llamacpp", "trtllm_container_image": "sparkops-lab/llamacpp-server:0c1e57098"}
+# A llama.cpp image: no TRT_LLM_VERSION, no version label, no tensorrt_llm package, no version tag.
+LLAMA_IMAGE = {"name": "sparkops-lab/llamacpp-server:0c1e57098", "id": "sha256:" + "7" * 64, "env": [], "labels": {},
+               "package_version": ""}
+COMMITS = {"sparkops-lab/Qwen2.5-Coder-1.5B-Instruct-GGUF": "1" * 40, "sparkops-lab/Qwen2.5-Coder-0.5B-Instruct-GGUF": "2" * 40}
+
+
+class HostVars(dict):
+    def raw_get(self, host):
+        return self[host]
+
+
+def run(settings, **args):
+    task = types.SimpleNamespace(args=dict(args), check_mode=False, diff=False, async_val=0,
+                                 action="sparkops.specdec.specdec_plan")
+    connection = types.SimpleNamespace(_shell=types.SimpleNamespace(tmpdir=None))
+    action = specdec_plan.ActionModule(task, connection, None, None, None, None)
+    hostvars = HostVars({"spark-1": dict(settings, ansible_host="192.168.250.11")})
+    task_vars = {"inventory_hostname": "spark-1", "groups": {"spark_head": ["spark-1"]},
+                 "ansible_play_hosts_all": ["spark-1"], "hostvars": hostvars}
+    return action.run(task_vars=task_vars)
+
+
+def test_llamacpp_image_needs_no_tensorrt_llm_version():
+    result = run(LLAMA, topology="single_spark", image=LLAMA_IMAGE, commits=COMMITS)
+    assert not result.get("failed"), result.get("msg")
+    plan = result["plan"]
+    assert plan["engine"] == "llamacpp" and plan["trtllm_version"] is None and plan["argv"][0] == "llama-server"
+    assert plan["launch"]["image_id"] == LLAMA_IMAGE["id"]
+
+
+def test_same_image_facts_with_trtllm_still_need_a_version():
+    result = run({"trtllm_container_image": "registry.example.com/trtllm@sha256:" + "0" * 64}, topology="single_spark",
+                 image=dict(LLAMA_IMAGE, name="x"), commits={})
+    assert result["failed"] and "trtllm_container_trtllm_version: cannot tell the TensorRT-LLM version" in result["msg"]
+
+
+def test_llamacpp_decision_and_state_after():
+    result = run(LLAMA, topology="single_spark", image=LLAMA_IMAGE, commits=COMMITS, state={}, server_running=False)
+    assert result["decision"]["action"] == "start"
+    assert result["state_after"]["engine"] == "llamacpp"
+    assert result["state_after"]["desired"]["image"] == "sparkops-lab/llamacpp-server:0c1e57098"
+    assert result["state_after"]["running"]["config_text"] == ""
