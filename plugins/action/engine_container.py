@@ -4,8 +4,8 @@
 """Action plugin of sparkops.specdec.engine_container (documentation: plugins/modules/engine_container.py).
 
 Runs community.docker.docker_container in check mode first; refuses, changing nothing, when that would recreate a
-running container without consent; else applies it, waits for the container's sshd, refreshes the container's
-copy of ~/.ssh, and publishes the image facts. The decisions are in module_utils/_container.py.
+running container without consent; else applies it, waits for the container's sshd on its first fabric address, and
+publishes the image facts. The decisions are in module_utils/_container.py.
 """
 
 from __future__ import annotations
@@ -90,22 +90,16 @@ class ActionModule(ActionBase):
 
             port = args["sshd_port"]
             if port and not check:
-                waited = self._module(WAIT_FOR, {"host": "127.0.0.1", "port": port, "timeout": args["start_timeout"]},
+                # sshd listens on the fabric addresses only; the container sees ssh_mesh's current mesh files through
+                # its read-only mount (nothing to refresh in a kept container).
+                host = _container.sshd_wait_address(spec)
+                waited = self._module(WAIT_FOR, {"host": host, "port": port, "timeout": args["start_timeout"]},
                                       task_vars, check_mode=False)
                 if waited.get("failed"):
-                    result.update(failed=True, msg="The sshd of container %s does not listen on 127.0.0.1:%s after %s s: %s"
-                                  % (name, port, args["start_timeout"], waited.get("msg", "")))
+                    result.update(failed=True, msg="The sshd of container %s does not listen on %s:%s after %s s: %s "
+                                  "(docker logs %s shows which fabric address it waits for)."
+                                  % (name, host, port, args["start_timeout"], waited.get("msg", ""), name))
                     return result
-                if not run.get("changed"):
-                    # A kept container gets ssh_mesh's current keys and pinned host keys (a new one copies them at start).
-                    synced = self._module(DOCKER_EXEC, {"container": name, "argv": spec["command"] + ["sync-ssh"]},
-                                          task_vars, check_mode=False)
-                    if synced.get("failed") or synced.get("rc", 0) != 0:
-                        result.update(failed=True, msg="Refreshing ~/.ssh in container %s failed (rc=%s): %s"
-                                      % (name, synced.get("rc"), (synced.get("stderr") or synced.get("msg") or "").strip()))
-                        return result
-                    result["ssh"] = "updated" if "ssh updated" in (synced.get("stdout") or "") else "unchanged"
-                    result["changed"] = result["changed"] or result["ssh"] == "updated"
 
             image = args["image"] or {}
             version = ""

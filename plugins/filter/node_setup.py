@@ -4,6 +4,9 @@
 """PRIVATE filters of the ssh_mesh and trtllm_container roles (the logic is in module_utils/_container.py).
 
 - ``settings | sparkops.specdec.trtllm_container_spec``: the docker_container parameters of the engine container.
+- ``settings | sparkops.specdec.trtllm_sshd_image(info_results, probes)``: which image with sshd the
+  multi-node container runs, whether to build it (and its Dockerfile) or to probe an image for sshd first;
+  ``image | sparkops.specdec.trtllm_sshd_image_name(named)``: the derived (or named) image to look for.
 - ``hostvars | sparkops.specdec.ssh_mesh_node(me, hosts, group, addresses, host_key_dir, key_name)``: this node's
   mesh identity from its read (``__ssh_mesh_read``), after checking that every node of the group has the same
   cluster user.
@@ -42,6 +45,27 @@ def trtllm_container_spec(settings):
         raise AnsibleFilterError(str(exc)) from None
 
 
+def _first_image(result):
+    images = (result or {}).get("images") if isinstance(result, dict) else None
+    return images[0] if images else None
+
+
+def trtllm_sshd_image(settings, info_results=None, probes=None):
+    """settings: multinode, image, sshd_image, sshd_build; info_results: the docker_image_info loop results of the
+    image and of the derived (or named) one (images: [] when absent); probes: image name -> True/False or the probe's
+    registered docker_container result."""
+    found = [_first_image(r) for r in (info_results or [])] + [None, None]
+    try:
+        return _container.sshd_image_plan(dict(settings), found[0], found[1], probes or {})
+    except _container.ContainerError as exc:
+        raise AnsibleFilterError(str(exc)) from None
+
+
+def trtllm_sshd_image_name(image, named=""):
+    """The image with sshd to look for: the one named (trtllm_container_sshd_image), else image-sparkops-sshd."""
+    return str(named) if named else _container.sshd_image_name(image)
+
+
 def _read(hostvars, host):
     """The ssh_mesh read of a host: the name=value lines of both parts of its loop, as a dict (None if it did not run)."""
     read = _hostvar(hostvars, host, READ)
@@ -75,6 +99,8 @@ class FilterModule(object):
     def filters(self):
         return {
             "trtllm_container_spec": trtllm_container_spec,
+            "trtllm_sshd_image": trtllm_sshd_image,
+            "trtllm_sshd_image_name": trtllm_sshd_image_name,
             "ssh_mesh_node": ssh_mesh_node,
             "ssh_mesh_files": ssh_mesh_files,
         }

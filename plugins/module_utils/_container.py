@@ -6,10 +6,12 @@ functions (no Ansible, no I/O). Not a public API of sparkops.specdec.
 
 * trtllm_container: the ``community.docker.docker_container`` parameters of the long-lived engine container
   (environment, mounts, devices, labels) from the role's settings, the consent rule for recreating a running
-  container, and the image facts the plan reads (``trtllm_container_image_info``).
+  container, the image facts the plan reads (``trtllm_container_image_info``), and which image with sshd a
+  multi-node container runs (the image itself, a derived or named one, or a derived one to build first).
 * ssh_mesh: the node's mesh identity from its probe, the directories that need creating or fixing, the public keys
-  read from the node, and the three marked blocks every node writes (``authorized_keys``, the pinned host keys,
-  ``~/.ssh/config``) plus the peer addresses to verify.
+  read from the node, the three marked blocks every node writes (``authorized_keys``, the pinned host keys,
+  ``~/.ssh/config``) plus the peer addresses to verify, and the container mesh files (the containers' own key pair,
+  authorized_keys and known_hosts: the deploy user's ``~/.ssh`` never enters a container).
 
 Every refusal is one line naming the setting or the node and the fix; callers raise it as their error.
 """
@@ -22,9 +24,13 @@ from __future__ import annotations
 
 ROLE_LABEL = "io.sparkops.specdec.role"
 ENTRYPOINT_LABEL = "io.sparkops.specdec.entrypoint-sha1"
-# Where the container sees the deploy user's ~/.ssh (the entrypoint copies it to /root/.ssh) and the pinned host key.
-CONTAINER_SSH_COPY = "/tmp/.ssh"
+# Where the container sees its pinned sshd host key, and its mesh directory (the container root's ~/.ssh): the
+# container mesh key, authorized_keys and known_hosts, all made by ssh_mesh in the host key directory (MESH_DIR).
+# Nothing of the deploy user's ~/.ssh enters the container.
 CONTAINER_HOST_KEY_DIR = "/run/sparkops/ssh"
+CONTAINER_SSH_DIR = "/root/.ssh"
+# The addresses the container's sshd listens on (this node's fabric IPs), read by the entrypoint.
+LISTEN_ENV = "SSHD_LISTEN_ADDRESSES"
 VERSION_ENV = "TRT_LLM_VERSION"
 VERSION_LABEL = "org.opencontainers.image.version"
 # Container settings every multi-node container needs (from the fabric).
@@ -57,10 +63,12 @@ def container_spec(settings):
 
     settings: name, image, engine (trtllm, llamacpp), multinode, gpus, infiniband_device, ulimits, ipc_mode, shm_size, cuda_env, env,
     fabric_interfaces, nccl_ib_hca, hostfile_hosts, state_dir, hf_cache (host directory), container_hf_cache_dir,
-    home (the deploy user's), host_key_dir, ssh_port, entrypoint_sha1.
+    home (the deploy user's), host_key_dir, ssh_port, sshd_listen_addresses, entrypoint_sha1.
 
-    Multi-node: sshd on ssh_port (SSH_PORT), the NCCL/UCX/OpenMPI interface variables on the fabric interfaces,
-    the OpenMPI hostfile, one rank per node, the deploy user's ~/.ssh and the pinned host key mounted read-only.
+    Multi-node: sshd on ssh_port (SSH_PORT) and on the sshd_listen_addresses only (SSHD_LISTEN_ADDRESSES), the
+    NCCL/UCX/OpenMPI interface variables on the fabric interfaces, the OpenMPI hostfile, one rank per node; mounted
+    read-only: the pinned sshd host key and the container mesh directory as /root/.ssh (mesh key, authorized_keys,
+    known_hosts), nothing of the deploy user's ~/.ssh.
     Engine llamacpp: one node only; the image's ENTRYPOINT (llama-server in llama.cpp's images) is replaced by the
     entrypoint script. Raises ContainerError for a multi-node container without the fabric inputs, or of llamacpp.
     """
@@ -78,6 +86,12 @@ def container_spec(settings):
         raise ContainerError(
             "specdec_server_engine: llamacpp serves on one Spark (no sshd, no MPI); use playbooks/single_spark.yml "
             "(trtllm_container_multinode: false), or specdec_server_engine: trtllm.")
+    listen = [str(a) for a in _list(s.get("sshd_listen_addresses"))]
+    if multinode and not listen:
+        raise ContainerError(
+            "A multi-node container needs trtllm_container_sshd_listen_addresses (this node's fabric IPs, "
+            "netplan_qsfp_fabric.ips; its sshd listens there only): run it after netplan_qsfp, as "
+            "playbooks/two_sparks.yml does, or set them.")
     state_dir = s["state_dir"]
     env = dict(s.get("cuda_env") or {})
     env.update(s.get("env") or {})
@@ -93,14 +107,16 @@ def container_spec(settings):
             "OMPI_ALLOW_RUN_AS_ROOT": "1",
             "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
             "SSH_PORT": str(s["ssh_port"]),
+            LISTEN_ENV: " ".join(listen),
         })
     hca = _list(s.get("nccl_ib_hca"))
     if hca:
         env["NCCL_IB_HCA"] = ",".join(hca)
     volumes = ["%s:%s" % (s["hf_cache"], s["container_hf_cache_dir"]), "%s:%s" % (state_dir, state_dir)]
     if multinode:
-        volumes += ["%s/.ssh:%s:ro" % (s["home"], CONTAINER_SSH_COPY),
-                    "%s:%s:ro" % (s["host_key_dir"], CONTAINER_HOST_KEY_DIR)]
+        key_dir = s["host_key_dir"].rstrip("/")
+        volumes += ["%s/%s:%s/%s:ro" % (key_dir, CONTAINER_HOST_KEY, CONTAINER_HOST_KEY_DIR, CONTAINER_HOST_KEY),
+                    "%s/%s:%s:ro" % (key_dir, MESH_DIR, CONTAINER_SSH_DIR)]
     spec = {
         "name": s["name"],
         "image": s["image"],
@@ -159,6 +175,150 @@ def recreate_refusal(plan, allow_recreate, name):
             "re-run with -e trtllm_container_allow_recreate=true to recreate it." % (name, what))
 
 
+def sshd_wait_address(spec):
+    """Where the action waits for the container's sshd: its first listen address (127.0.0.1 when it names none)."""
+    listen = str(((spec or {}).get("env") or {}).get(LISTEN_ENV) or "").split()
+    return listen[0] if listen else "127.0.0.1"
+
+
+# The image the multi-node container runs: one with sshd (the TensorRT-LLM release image has none). Our derived image
+# says so in labels: that it has sshd and which base image (ID) it was built from, so a new base rebuilds it.
+SSHD_LABEL = "io.sparkops.specdec.sshd"
+SSHD_BASE_LABEL = "io.sparkops.specdec.sshd-base"
+SSHD_BIN = "/usr/sbin/sshd"
+SSHD_SUFFIX = "-sparkops-sshd"
+# The probe run in a throw-away container of an image (no network): prints sshd=yes or sshd=no.
+SSHD_PROBE = "if [ -x %s ]; then echo sshd=yes; else echo sshd=no; exit 3; fi" % SSHD_BIN
+
+
+def probe_has_sshd(result):
+    """Whether a probe says the image has sshd: True/False as is, or a docker_container (detach: false) result, by
+    its exit status (0 = sshd there) or else its output."""
+    if isinstance(result, bool):
+        return result
+    result = result or {}
+    if result.get("skipped"):
+        return False
+    if "status" in result:
+        return result.get("status") == 0
+    return "sshd=yes" in str(((result.get("container") or {}).get("Output")) or "")
+
+
+def sshd_image_name(image):
+    """The default name of the derived image of ``image``: its tag (or digest) with -sparkops-sshd appended.
+
+    nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12 -> nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12-sparkops-sshd;
+    repo@sha256:<hex> -> repo:sha256-<12 hex>-sparkops-sshd; repo -> repo:latest-sparkops-sshd.
+    """
+    image = str(image)
+    repo, at, digest = image.partition("@")
+    if at:
+        algo, _, hexdigest = digest.partition(":")
+        return "%s:%s-%s%s" % (repo, algo, hexdigest[:12], SSHD_SUFFIX)
+    slash = repo.rfind("/")
+    colon = repo.rfind(":")
+    if colon > slash:
+        return repo + SSHD_SUFFIX
+    return repo + ":latest" + SSHD_SUFFIX
+
+
+def sshd_dockerfile(base, base_id):
+    """The Dockerfile of the derived image: the base image plus openssh-server (apt, dnf or apk), nothing else.
+
+    The package host keys are removed (the container uses its pinned key); the labels name sshd and the base ID.
+    """
+    return "\n".join([
+        "# Managed by sparkops.specdec (trtllm_container): %s plus openssh-server, built once on the node." % base,
+        "FROM %s" % base,
+        "USER root",
+        "RUN set -e; \\",
+        "    if command -v apt-get >/dev/null 2>&1; then \\",
+        "      apt-get update; \\",
+        "      DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends openssh-server openssh-client; \\",
+        "      rm -rf /var/lib/apt/lists/*; \\",
+        "    elif command -v dnf >/dev/null 2>&1; then dnf install -y openssh-server openssh-clients; dnf clean all; \\",
+        "    elif command -v apk >/dev/null 2>&1; then apk add --no-cache openssh-server openssh-client; \\",
+        "    else echo 'no apt-get, dnf or apk in %s to install openssh-server with' >&2; exit 1; fi; \\" % base,
+        "    rm -f /etc/ssh/ssh_host_*; \\",
+        "    test -x %s" % SSHD_BIN,
+        'LABEL %s="%s" %s="%s"' % (SSHD_LABEL, SSHD_BIN, SSHD_BASE_LABEL, base_id),
+        "",
+    ])
+
+
+def _has_label(inspect, name, value=None):
+    got = _labels(inspect).get(name)
+    return bool(got) and (value is None or got == value)
+
+
+def sshd_image_plan(settings, base_info, named_info, probes=None):
+    """Which image the container runs so that it has sshd, and whether to build it first (nothing is installed at
+    container start).
+
+    settings: multinode, image (trtllm_container_image), sshd_image (trtllm_container_sshd_image, "" = the default
+    derived name), sshd_build (trtllm_container_sshd_build). base_info / named_info: the docker image inspect of the
+    image and of the derived (or named) image on the node, None when absent. probes: image name -> True/False (it has
+    /usr/sbin/sshd), from running SSHD_PROBE in the image.
+
+    Returns {'image', 'build', 'probe', 'dockerfile', 'reason'}: probe is an image name to probe first (then call
+    again with its result), build says to build ``image`` from ``dockerfile``. Order: a single-node container or a
+    base not on the node (check mode) runs the base as is; the derived/named image when it is on the node and current
+    (our labels with this base's ID, or named by the user and has sshd); the base when it has sshd; else the derived
+    image, built when trtllm_container_sshd_build. Raises ContainerError (one line) when there is no usable image.
+    """
+    s = settings
+    base = str(s["image"])
+    probes = dict((name, probe_has_sshd(result)) for name, result in (probes or {}).items())
+    plan = {"image": base, "build": False, "probe": "", "probe_command": ["/bin/sh", "-c", SSHD_PROBE],
+            "dockerfile": "", "reason": ""}
+    if not _bool(s.get("multinode")):
+        plan["reason"] = "single node: no sshd needed"
+        return plan
+    named = str(s.get("sshd_image") or "")
+    derived = named or sshd_image_name(base)
+    if not base_info:
+        plan["reason"] = "%s is not on the node (check mode): the sshd check runs once it is" % base
+        return plan
+    base_id = str(base_info.get("Id") or "")
+    if named_info and derived != base:
+        if _has_label(named_info, SSHD_LABEL) and (named or _has_label(named_info, SSHD_BASE_LABEL, base_id)):
+            plan.update(image=derived, reason="%s has sshd (built by sparkops.specdec)" % derived)
+            return plan
+        if named:
+            if derived not in probes:
+                plan["probe"] = derived
+                return plan
+            if probes[derived]:
+                plan.update(image=derived, reason="%s (trtllm_container_sshd_image) has sshd" % derived)
+                return plan
+            raise ContainerError(
+                "trtllm_container_sshd_image %s has no %s: name an image with openssh-server, or set "
+                "trtllm_container_sshd_image: \"\" to use (or build) %s." % (derived, SSHD_BIN, sshd_image_name(base)))
+    if _has_label(base_info, SSHD_LABEL):
+        plan["reason"] = "%s has sshd (built by sparkops.specdec)" % base
+        return plan
+    if base not in probes:
+        plan["probe"] = base
+        return plan
+    if probes[base]:
+        plan["reason"] = "%s has sshd" % base
+        return plan
+    if not _bool(s.get("sshd_build")) and named:
+        raise ContainerError(
+            "trtllm_container_sshd_image %s is not on the node and trtllm_container_image %s has no %s: load it there "
+            "(trtllm_container_image_source: archive with its tarball, or docker load), or set "
+            "trtllm_container_sshd_build: true to build it (apt needs the network once)." % (named, base, SSHD_BIN))
+    if not _bool(s.get("sshd_build")):
+        raise ContainerError(
+            "trtllm_container_image %s has no %s and trtllm_container_sshd_build is false: set "
+            "trtllm_container_sshd_build: true (apt needs the network once), or load an image with openssh-server "
+            "(built elsewhere: see the trtllm_container README) and name it in trtllm_container_sshd_image."
+            % (base, SSHD_BIN))
+    plan.update(image=derived, build=True, dockerfile=sshd_dockerfile(base, base_id),
+                reason="%s has no sshd: building %s from it (once)" % (base, derived))
+    return plan
+
+
 def _env_list(inspect):
     return list(((inspect or {}).get("Config") or {}).get("Env") or [])
 
@@ -199,8 +359,16 @@ def image_info(name, inspect, package_version=""):
 KNOWN_HOSTS = "known_hosts_sparkops"
 NODE_HOST_KEY = "/etc/ssh/ssh_host_ed25519_key.pub"
 CONTAINER_HOST_KEY = "ssh_host_ed25519_key"
+# The container mesh: a directory of the host key directory (root, 0700) mounted read-only as the container root's
+# ~/.ssh, holding exactly the container's own mesh key (MESH_KEY, no .pub: its public half is read with ssh-keygen -y),
+# authorized_keys (the deployment members' container mesh keys, each usable only from its node's fabric addresses)
+# and known_hosts (the members' container host keys on their fabric addresses and the container port).
+MESH_DIR = "mesh"
+MESH_KEY = "id_ed25519"
+MESH_FILES = ("authorized_keys", "known_hosts", MESH_KEY)
 # Keys of the read's ``name=value`` lines.
-_READ_KEYS = ("user", "home", "ssh_dir", "key_dir", "mesh_key", "container_key", "mesh_pub", "host_pub", "container_pub")
+_READ_KEYS = ("user", "home", "ssh_dir", "key_dir", "mesh_key", "container_key", "mesh_pub", "host_pub", "container_pub",
+              "mesh_dir", "container_mesh_key", "container_mesh_pub")
 
 
 class MeshError(ValueError):
@@ -241,8 +409,11 @@ def mesh_node(read, me, addresses, host_key_dir, key_name):
         raise MeshError("ssh_mesh: %s has no ed25519 host key for its sshd (%s); the mesh pins it. Create it "
                         "(ssh-keygen -A) and re-run." % (me, NODE_HOST_KEY))
     fix = []
+    host_key_dir = str(host_key_dir).rstrip("/")
+    mesh_dir = "%s/%s" % (host_key_dir, MESH_DIR)
     for want, have in (({"path": home + "/.ssh", "owner": user}, _stat(read.get("ssh_dir"))),
-                       ({"path": host_key_dir, "owner": "root", "group": "root"}, _stat(read.get("key_dir")))):
+                       ({"path": host_key_dir, "owner": "root", "group": "root"}, _stat(read.get("key_dir"))),
+                       ({"path": mesh_dir, "owner": "root", "group": "root"}, _stat(read.get("mesh_dir")))):
         if (not have or have["type"] != "directory" or have["mode"] != "700" or have["owner"] != want["owner"]
                 or have["group"] != want.get("group", have["group"])):
             fix.append(want)
@@ -253,13 +424,21 @@ def mesh_node(read, me, addresses, host_key_dir, key_name):
     if not read.get("container_key"):
         create.append({"role": "container", "path": "%s/%s" % (host_key_dir, CONTAINER_HOST_KEY), "owner": "root",
                        "comment": "trtllm-container@%s" % me})
+    if not read.get("container_mesh_key"):
+        # Its .pub is removed after creation (keep=drop): the mesh directory holds only MESH_FILES.
+        create.append({"role": "container_mesh", "path": "%s/%s" % (mesh_dir, MESH_KEY), "owner": "root",
+                       "comment": "trtllm-mesh@%s" % me, "keep": "drop"})
+    for key in create:
+        key.setdefault("keep", "pub")
     return {
         "user": user,
         "home": home,
         "addresses": [str(a) for a in _list(addresses)],
+        "mesh_dir": mesh_dir,
         "fix_dirs": fix,
         "create_keys": create,
-        "pubs": {"mesh": read.get("mesh_pub", ""), "host": read["host_pub"], "container": read.get("container_pub", "")},
+        "pubs": {"mesh": read.get("mesh_pub", ""), "host": read["host_pub"], "container": read.get("container_pub", ""),
+                 "container_mesh": read.get("container_mesh_pub", "")},
     }
 
 
@@ -325,4 +504,31 @@ def mesh_files(me, nodes, pubs, key_name, ssh_port):
             {"name": "config", "block": config},
         ],
         "peers": peers,
+        "container_files": container_mesh_files(me, nodes, pubs, ssh_port),
     }
+
+
+def container_mesh_files(me, nodes, pubs, ssh_port):
+    """The files ssh_mesh writes in this node's container mesh directory (besides the key): whole files, ours alone.
+
+    - authorized_keys: the container mesh key of every member of the deployment (this node included: mpirun may ssh
+      to its own node), each as ``restrict,from="<that node's fabric addresses>"``: usable only from that node, for
+      commands only (no forwarding, no pty; OpenMPI starts its daemons with a plain ssh command);
+    - known_hosts: every member's container host key on ``[address]:port`` for each fabric address.
+    A key that is not there yet (check mode on a new node) is left out. Returns [{'path', 'content', 'mode'}].
+    """
+    trusted, pinned = [], []
+    for host, node in nodes.items():
+        keys = pubs.get(host) or {}
+        addresses = [str(a) for a in node["addresses"]]
+        if keys.get("container_mesh"):
+            trusted.append('restrict,from="%s" %s trtllm-mesh@%s' % (",".join(addresses),
+                                                                      _type_and_key(keys["container_mesh"]), host))
+        if keys.get("container"):
+            pinned.append("%s %s" % (",".join("[%s]:%s" % (a, ssh_port) for a in addresses),
+                                     _type_and_key(keys["container"])))
+    mesh_dir = nodes[me].get("mesh_dir") or ""
+    return [
+        {"path": "%s/authorized_keys" % mesh_dir, "content": "\n".join(trusted) + "\n", "mode": "0600"},
+        {"path": "%s/known_hosts" % mesh_dir, "content": "\n".join(pinned) + "\n", "mode": "0644"},
+    ]

@@ -850,6 +850,9 @@ BOUNDS = {
     'trtllm_container_fabric_interfaces': _each(_ifname),
     'trtllm_container_nccl_ib_hca': _each(_roce_device),
     'trtllm_container_hostfile_hosts': _each(_host_address),
+    # sshd ListenAddress: addresses of this node, not names.
+    'trtllm_container_sshd_listen_addresses': _each(_ip_address),
+    'trtllm_container_sshd_image': _Check(lambda value, shown: [] if value == '' else _image_ref(value, shown)),
     # Exported to the container: keys must be shell variable names.
     'trtllm_container_cuda_env': _Check(_env_dict),
     'trtllm_container_env': _Check(_env_dict),

@@ -14,9 +14,9 @@ description:
   - An action plugin, used by the C(trtllm_container) role. It runs M(community.docker.docker_container) with O(spec)
     on the node, first in check mode (with its differences). When that would recreate or update a running container,
     it fails naming what differs and changes nothing, unless O(allow_recreate).
-  - Then, except in check mode, it applies the spec, waits until the container's sshd listens on O(sshd_port), and
-    refreshes a kept container's copy of the deploy user's C(~/.ssh) (the entrypoint's C(sync-ssh); a new container
-    copies it at start).
+  - Then, except in check mode, it applies the spec and waits until the container's sshd listens on O(sshd_port) at
+    the first of its fabric addresses (C(SSHD_LISTEN_ADDRESSES) of the spec's environment). The container sees the
+    current container mesh files through a read-only mount, so a kept container needs no refresh.
   - Publishes C(trtllm_container_image_info) from O(image), with the C(tensorrt_llm) package version read in the
     container when the image names no TensorRT-LLM version (no C(TRT_LLM_VERSION), no
     C(org.opencontainers.image.version) label), O(trtllm_version) is empty and O(engine=trtllm).
@@ -95,10 +95,6 @@ differences:
   returned: when the recreation is refused
   type: list
   elements: str
-ssh:
-  description: V(updated) or V(unchanged), the refresh of a kept container's C(~/.ssh).
-  returned: when O(sshd_port) is set, out of check mode, and the container was kept
-  type: str
 image_info:
   description: The image facts, also set as the fact C(trtllm_container_image_info).
   returned: success

@@ -31,7 +31,7 @@ class Node:
             key = {engine_container.DOCKER_CONTAINER: "plan" if action._task.check_mode else "apply",
                    engine_container.WAIT_FOR: "wait"}.get(module_name)
             if module_name == engine_container.DOCKER_EXEC:
-                key = "sync" if module_args["argv"][-1] == "sync-ssh" else "version"
+                key = "version"
             self.calls.append((key, bool(action._task.check_mode), bool(action._task.diff), module_args))
             result = self.results[key]
             return dict(result(module_args) if callable(result) else result)
@@ -56,26 +56,27 @@ def no_module_defaults(monkeypatch):
     monkeypatch.setattr(engine_container, "_apply_action_arg_defaults", None)
 
 
-def test_warm_run_plans_waits_refreshes_and_publishes():
-    node = Node(plan={"changed": False, "container": RUNNING}, wait={"elapsed": 0},
-                sync={"rc": 0, "stdout": "ssh unchanged\n"})
+def test_warm_run_plans_waits_and_publishes():
+    node = Node(plan={"changed": False, "container": RUNNING}, wait={"elapsed": 0})
     result, task = run(node)
-    assert node.keys() == ["plan", "wait", "sync"]
+    assert node.keys() == ["plan", "wait"]  # no exec: the container sees the mesh files through its mount
     plan_call = node.calls[0]
     assert plan_call[1] is True and plan_call[2] is True and plan_call[3] == SPEC  # check mode, diff on, the spec as is
     assert node.calls[1][3] == {"host": "127.0.0.1", "port": 2233, "timeout": 300}
-    assert node.calls[2][3] == {"container": "trtllm-multinode", "argv": SPEC["command"] + ["sync-ssh"]}
-    assert result["changed"] is False and result["ssh"] == "unchanged" and "diff" not in result
+    assert result["changed"] is False and "ssh" not in result and "diff" not in result
     assert result["ansible_facts"]["trtllm_container_image_info"] == {
         "name": "img:1.3.0rc12", "id": "sha256:abc", "env": ["TRT_LLM_VERSION=1.3.0rc12"], "labels": {},
         "package_version": ""}
     assert (task.check_mode, task.diff) == (False, False)  # restored
 
 
-def test_updated_keys_are_a_change():
-    node = Node(plan={"changed": False, "container": RUNNING}, wait={}, sync={"rc": 0, "stdout": "ssh updated\n"})
-    result = run(node)[0]
-    assert result["changed"] is True and result["ssh"] == "updated"
+def test_sshd_is_awaited_on_its_first_fabric_address():
+    spec = dict(SPEC, env={"A": "1", "SSHD_LISTEN_ADDRESSES": "192.168.100.11 192.168.101.11"})
+    node = Node(plan={"changed": False, "container": RUNNING}, wait={"failed": True, "msg": "Timeout"})
+    result = run(node, spec=spec, start_timeout=5)[0]
+    assert node.calls[1][3] == {"host": "192.168.100.11", "port": 2233, "timeout": 5}
+    assert result["msg"].startswith("The sshd of container trtllm-multinode does not listen on 192.168.100.11:2233 "
+                                    "after 5 s: Timeout (docker logs trtllm-multinode shows which fabric address")
 
 
 def test_running_container_with_other_settings_is_refused_without_consent():
@@ -129,12 +130,6 @@ def test_sshd_timeout_fails_with_the_port():
     result = run(node, start_timeout=5)[0]
     assert result["failed"] is True
     assert result["msg"].startswith("The sshd of container trtllm-multinode does not listen on 127.0.0.1:2233 after 5 s")
-
-
-def test_failed_refresh_fails():
-    node = Node(plan={"changed": False, "container": RUNNING}, wait={}, sync={"rc": 1, "stderr": "cp: denied"})
-    result = run(node)[0]
-    assert result["failed"] is True and "cp: denied" in result["msg"]
 
 
 def test_docker_errors_are_reported():

@@ -20,12 +20,14 @@ def read(user="spark", home="/home/spark", n="1"):
                           "mesh_key=present", "mesh_pub=ssh-ed25519 AAAAmesh%s m" % n,
                           "host_pub=ssh-ed25519 AAAAnode%s h" % n]},
         {"stdout_lines": ["key_dir=directory|700|root|root", "container_key=present",
-                          "container_pub=ssh-ed25519 AAAAcont%s c" % n]},
+                          "container_pub=ssh-ed25519 AAAAcont%s c" % n, "mesh_dir=directory|700|root|root",
+                          "container_mesh_key=present", "container_mesh_pub=ssh-ed25519 AAAAcmesh%s" % n]},
     ]}
 
 
 def test_filters_are_registered():
-    assert set(node_setup.FilterModule().filters()) == {"trtllm_container_spec", "ssh_mesh_node", "ssh_mesh_files"}
+    assert set(node_setup.FilterModule().filters()) == {"trtllm_container_spec", "ssh_mesh_node", "ssh_mesh_files",
+                                                        "trtllm_sshd_image", "trtllm_sshd_image_name"}
 
 
 def test_ssh_mesh_node_from_hostvars():
@@ -62,6 +64,11 @@ def test_ssh_mesh_files_use_keys_created_in_this_run():
     assert files["authorized_keys"].splitlines() == ["ssh-ed25519 AAAAmesh1 m", "ssh-ed25519 AAAAfresh2 m"]
     assert "[10.0.0.2]:2233 ssh-ed25519 AAAAcont2" in files["known_hosts_sparkops"]
     assert out["peers"] == ["10.0.0.2"]
+    # The containers' files: their own mesh keys (from the fabric addresses), never the cluster user's.
+    assert out["container_files"][0] == {"path": "/etc/k/mesh/authorized_keys", "mode": "0600", "content":
+                                         'restrict,from="10.0.0.1" ssh-ed25519 AAAAcmesh1 trtllm-mesh@spark-1\n'
+                                         'restrict,from="10.0.0.2" ssh-ed25519 AAAAcmesh2 trtllm-mesh@spark-2\n'}
+    assert out["container_files"][1]["content"] == "[10.0.0.1]:2233 ssh-ed25519 AAAAcont1\n[10.0.0.2]:2233 ssh-ed25519 AAAAcont2\n"
 
 
 def test_ssh_mesh_files_need_every_node():
@@ -76,3 +83,36 @@ def test_trtllm_container_spec_refusal_is_a_filter_error():
         "multinode": False, "name": "c", "image": "i", "state_dir": "/s", "hf_cache": "/h", "container_hf_cache_dir": "/r",
         "entrypoint_sha1": "x"})
     assert spec["command"] == ["bash", "/s/entrypoint.sh"]
+
+
+SSHD = {"multinode": True, "image": "sparkops-lab/trtllm-standin:1.3.0rc12-nosshd", "sshd_image": "", "sshd_build": False}
+DERIVED = "sparkops-lab/trtllm-standin:1.3.0rc12-nosshd-sparkops-sshd"
+
+
+def info(*images):
+    """The docker_image_info loop results of the image and its derived one (images: [] when absent)."""
+    return [{"item": "x", "images": [i] if i else []} for i in images]
+
+
+def test_trtllm_sshd_image_reads_the_info_loop_and_the_registered_probe():
+    base = {"Id": "sha256:nosshd", "Config": {"Labels": {}}}
+    plan = node_setup.trtllm_sshd_image(dict(SSHD, sshd_build=True), info(base, None))
+    assert plan["probe"] == SSHD["image"]
+    probe = {"changed": False, "failed": True, "status": 3, "container": {"Output": "sshd=no\n"}}  # failed_when: false
+    plan = node_setup.trtllm_sshd_image(dict(SSHD, sshd_build=True), info(base, None), {SSHD["image"]: probe})
+    assert (plan["image"], plan["build"]) == (DERIVED, True)
+    derived = {"Id": "sha256:d", "Config": {"Labels": {"io.sparkops.specdec.sshd": "/usr/sbin/sshd",
+                                                       "io.sparkops.specdec.sshd-base": "sha256:nosshd"}}}
+    assert node_setup.trtllm_sshd_image(SSHD, info(base, derived))["image"] == DERIVED
+    assert node_setup.trtllm_sshd_image(dict(SSHD, multinode=False), [])["image"] == SSHD["image"]
+
+
+def test_trtllm_sshd_image_refusal_is_a_filter_error():
+    base = {"Id": "sha256:nosshd", "Config": {"Labels": {}}}
+    with pytest.raises(AnsibleFilterError, match="has no /usr/sbin/sshd and trtllm_container_sshd_build is false"):
+        node_setup.trtllm_sshd_image(SSHD, info(base, None), {SSHD["image"]: {"status": 3}})
+
+
+def test_trtllm_sshd_image_name():
+    assert node_setup.trtllm_sshd_image_name(SSHD["image"]) == DERIVED
+    assert node_setup.trtllm_sshd_image_name(SSHD["image"], "site/sshd:1") == "site/sshd:1"

@@ -33,6 +33,7 @@ def settings(**over):
         "home": "/home/spark",
         "host_key_dir": "/etc/sparkops/trtllm-ssh",
         "ssh_port": 2233,
+        "sshd_listen_addresses": ["192.168.100.10", "192.168.101.10"],
         "entrypoint_sha1": SHA,
     }
     base.update(over)
@@ -66,13 +67,15 @@ def test_multinode_spec_is_the_runbooks_container():
             "OMPI_ALLOW_RUN_AS_ROOT": "1",
             "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
             "SSH_PORT": "2233",
+            "SSHD_LISTEN_ADDRESSES": "192.168.100.10 192.168.101.10",
         },
         "labels": {"io.sparkops.specdec.role": "trtllm_container", "io.sparkops.specdec.entrypoint-sha1": SHA},
         "volumes": [
             "/home/spark/.cache/huggingface:/root/.cache/huggingface",
             "/var/lib/sparkops/specdec:/var/lib/sparkops/specdec",
-            "/home/spark/.ssh:/tmp/.ssh:ro",
-            "/etc/sparkops/trtllm-ssh:/run/sparkops/ssh:ro",
+            # The pinned host key and the container mesh directory: nothing of the deploy user's ~/.ssh.
+            "/etc/sparkops/trtllm-ssh/ssh_host_ed25519_key:/run/sparkops/ssh/ssh_host_ed25519_key:ro",
+            "/etc/sparkops/trtllm-ssh/mesh:/root/.ssh:ro",
         ],
         "command": ["bash", "/var/lib/sparkops/specdec/entrypoint.sh"],
     }
@@ -120,6 +123,137 @@ def test_multinode_without_fabric_inputs_is_refused(over):
     assert "\n" not in msg
     assert "trtllm_container_hostfile_hosts" in msg and "trtllm_container_fabric_interfaces" in msg
     assert "netplan_qsfp" in msg
+
+
+@pytest.mark.parametrize("listen", [[], None, ""])
+def test_multinode_without_listen_addresses_is_refused(listen):
+    with pytest.raises(c.ContainerError) as err:
+        c.container_spec(settings(sshd_listen_addresses=listen))
+    msg = str(err.value)
+    assert "\n" not in msg and "trtllm_container_sshd_listen_addresses" in msg and "netplan_qsfp_fabric.ips" in msg
+
+
+def test_no_volume_of_the_deploy_users_home_but_the_hf_cache():
+    spec = c.container_spec(settings(home="/home/spark", host_key_dir="/etc/sparkops/trtllm-ssh/"))
+    assert [v for v in spec["volumes"] if v.startswith("/home/spark")] == [
+        "/home/spark/.cache/huggingface:/root/.cache/huggingface"]
+    assert "/etc/sparkops/trtllm-ssh/mesh:/root/.ssh:ro" in spec["volumes"]  # trailing slash of the setting dropped
+
+
+@pytest.mark.parametrize("env, address", [
+    ({"SSHD_LISTEN_ADDRESSES": "192.168.100.11 192.168.101.11"}, "192.168.100.11"),
+    ({"SSHD_LISTEN_ADDRESSES": ""}, "127.0.0.1"),
+    ({}, "127.0.0.1"),
+])
+def test_sshd_wait_address(env, address):
+    assert c.sshd_wait_address({"env": env}) == address
+
+
+# ---------------------------------------------------------------------------------------------
+# the image with sshd
+# ---------------------------------------------------------------------------------------------
+
+BASE = "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12"
+DERIVED = BASE + "-sparkops-sshd"
+BASE_INFO = {"Id": "sha256:base", "Config": {"Labels": {}}}
+OURS = {"Id": "sha256:derived", "Config": {"Labels": {c.SSHD_LABEL: "/usr/sbin/sshd", c.SSHD_BASE_LABEL: "sha256:base"}}}
+STALE = {"Id": "sha256:old", "Config": {"Labels": {c.SSHD_LABEL: "/usr/sbin/sshd", c.SSHD_BASE_LABEL: "sha256:older"}}}
+FOREIGN = {"Id": "sha256:theirs", "Config": {"Labels": {}}}
+
+
+def sshd(**over):
+    s = {"multinode": True, "image": BASE, "sshd_image": "", "sshd_build": True}
+    s.update(over)
+    return s
+
+
+@pytest.mark.parametrize("image, derived", [
+    (BASE, DERIVED),
+    ("sparkops-lab/trtllm-standin:1.3.0rc12-nosshd", "sparkops-lab/trtllm-standin:1.3.0rc12-nosshd-sparkops-sshd"),
+    ("registry:5000/trtllm", "registry:5000/trtllm:latest-sparkops-sshd"),
+    ("nvcr.io/nvidia/tensorrt-llm/release@sha256:" + "ab" * 32,
+     "nvcr.io/nvidia/tensorrt-llm/release:sha256-abababababab-sparkops-sshd"),
+])
+def test_sshd_image_name(image, derived):
+    assert c.sshd_image_name(image) == derived
+
+
+def test_dockerfile_is_the_image_plus_openssh_server_with_our_labels():
+    text = c.sshd_dockerfile(BASE, "sha256:base")
+    lines = text.splitlines()
+    assert lines[1] == "FROM " + BASE
+    assert "openssh-server" in text and "rm -f /etc/ssh/ssh_host_*" in text and "test -x /usr/sbin/sshd" in text
+    assert lines[-1] == 'LABEL io.sparkops.specdec.sshd="/usr/sbin/sshd" io.sparkops.specdec.sshd-base="sha256:base"'
+
+
+def test_single_node_and_check_mode_run_the_image_as_is():
+    assert c.sshd_image_plan(sshd(multinode=False), None, None)["image"] == BASE
+    plan = c.sshd_image_plan(sshd(), None, None)  # not loaded yet (check mode on a new node)
+    assert (plan["image"], plan["build"], plan["probe"]) == (BASE, False, "")
+
+
+def test_our_current_derived_image_is_used_without_probe_or_build():
+    plan = c.sshd_image_plan(sshd(sshd_build=False), BASE_INFO, OURS)
+    assert (plan["image"], plan["build"], plan["probe"]) == (DERIVED, False, "")
+
+
+def test_an_image_with_sshd_is_probed_once_then_used_as_is():
+    plan = c.sshd_image_plan(sshd(), BASE_INFO, None)
+    assert plan["probe"] == BASE and plan["probe_command"] == ["/bin/sh", "-c", c.SSHD_PROBE]
+    plan = c.sshd_image_plan(sshd(), BASE_INFO, None, {BASE: {"status": 0, "container": {"Output": "sshd=yes\n"}}})
+    assert (plan["image"], plan["build"], plan["probe"]) == (BASE, False, "")
+
+
+def test_an_image_labelled_as_ours_needs_no_probe():
+    plan = c.sshd_image_plan(sshd(image=DERIVED), OURS, None)
+    assert (plan["image"], plan["probe"]) == (DERIVED, "")
+
+
+@pytest.mark.parametrize("derived_info", [None, STALE])
+def test_an_image_without_sshd_gets_its_derived_image_built(derived_info):
+    plan = c.sshd_image_plan(sshd(), BASE_INFO, derived_info, {BASE: {"status": 3, "failed": True}})
+    assert (plan["image"], plan["build"]) == (DERIVED, True)
+    assert plan["dockerfile"] == c.sshd_dockerfile(BASE, "sha256:base")
+
+
+def test_an_image_without_sshd_and_no_build_stops_up_front():
+    with pytest.raises(c.ContainerError) as err:
+        c.sshd_image_plan(sshd(sshd_build=False), BASE_INFO, STALE, {BASE: False})
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert msg.startswith("trtllm_container_image %s has no /usr/sbin/sshd and trtllm_container_sshd_build is false" % BASE)
+    assert "trtllm_container_sshd_build: true" in msg and "trtllm_container_sshd_image" in msg
+
+
+def test_a_named_image_is_probed_and_used_when_it_has_sshd():
+    named = "site/trtllm-sshd:1"
+    plan = c.sshd_image_plan(sshd(sshd_image=named, sshd_build=False), BASE_INFO, FOREIGN)
+    assert plan["probe"] == named
+    plan = c.sshd_image_plan(sshd(sshd_image=named, sshd_build=False), BASE_INFO, FOREIGN, {named: True})
+    assert (plan["image"], plan["build"]) == (named, False)
+    # Labelled as ours: no probe, whatever base it came from (the user named it).
+    assert c.sshd_image_plan(sshd(sshd_image=named), BASE_INFO, STALE)["image"] == named
+
+
+def test_a_named_image_without_sshd_is_refused():
+    with pytest.raises(c.ContainerError, match=r"^trtllm_container_sshd_image site/x:1 has no /usr/sbin/sshd"):
+        c.sshd_image_plan(sshd(sshd_image="site/x:1"), BASE_INFO, FOREIGN, {"site/x:1": False})
+
+
+def test_a_named_image_not_on_the_node_is_built_or_refused():
+    plan = c.sshd_image_plan(sshd(sshd_image="site/x:1"), BASE_INFO, None, {BASE: False})
+    assert (plan["image"], plan["build"]) == ("site/x:1", True)
+    with pytest.raises(c.ContainerError, match=r"^trtllm_container_sshd_image site/x:1 is not on the node"):
+        c.sshd_image_plan(sshd(sshd_image="site/x:1", sshd_build=False), BASE_INFO, None, {BASE: False})
+
+
+@pytest.mark.parametrize("result, has", [
+    (True, True), (False, False), ({"status": 0}, True), ({"status": 3, "failed": True}, False),
+    ({"container": {"Output": "sshd=yes\n"}}, True), ({"container": {"Output": "sshd=no\n"}}, False),
+    ({"skipped": True}, False), (None, False),
+])
+def test_probe_results(result, has):
+    assert c.probe_has_sshd(result) is has
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,6 +341,7 @@ def test_package_version_only_when_the_image_names_none(inspect, override, neede
 HOST_PUB = "ssh-ed25519 AAAAnode1 root@spark-1"
 MESH_PUB = "ssh-ed25519 AAAAmesh1 spark@spark-1 sparkops-mesh"
 CONT_PUB = "ssh-ed25519 AAAAcont1 trtllm-container@spark-1"
+CMESH_PUB = "ssh-ed25519 AAAAcmesh1"
 
 
 def read_lines(**over):
@@ -214,7 +349,8 @@ def read_lines(**over):
     values = {
         "user": "spark", "home": "/home/spark", "ssh_dir": "directory|700|spark|spark", "mesh_key": "present",
         "mesh_pub": MESH_PUB, "host_pub": HOST_PUB, "key_dir": "directory|700|root|root", "container_key": "present",
-        "container_pub": CONT_PUB,
+        "container_pub": CONT_PUB, "mesh_dir": "directory|700|root|root", "container_mesh_key": "present",
+        "container_mesh_pub": CMESH_PUB,
     }
     values.update(over)
     return ["%s=%s" % (k, v) for k, v in values.items() if v is not None]
@@ -234,22 +370,27 @@ def test_warm_node_has_nothing_to_create_or_fix():
     n = node()
     assert n == {
         "user": "spark", "home": "/home/spark", "addresses": ["192.168.100.10", "192.168.101.10"],
-        "fix_dirs": [], "create_keys": [],
-        "pubs": {"mesh": MESH_PUB, "host": HOST_PUB, "container": CONT_PUB},
+        "mesh_dir": "/etc/sparkops/trtllm-ssh/mesh", "fix_dirs": [], "create_keys": [],
+        "pubs": {"mesh": MESH_PUB, "host": HOST_PUB, "container": CONT_PUB, "container_mesh": CMESH_PUB},
     }
 
 
 def test_new_node_creates_both_dirs_and_keys():
-    n = node(ssh_dir="", key_dir="", mesh_key=None, container_key=None, mesh_pub="", container_pub="")
+    n = node(ssh_dir="", key_dir="", mesh_key=None, container_key=None, mesh_pub="", container_pub="", mesh_dir="",
+             container_mesh_key=None, container_mesh_pub="")
     assert n["fix_dirs"] == [{"path": "/home/spark/.ssh", "owner": "spark"},
-                             {"path": "/etc/sparkops/trtllm-ssh", "owner": "root", "group": "root"}]
+                             {"path": "/etc/sparkops/trtllm-ssh", "owner": "root", "group": "root"},
+                             {"path": "/etc/sparkops/trtllm-ssh/mesh", "owner": "root", "group": "root"}]
     assert n["create_keys"] == [
         {"role": "mesh", "path": "/home/spark/.ssh/id_ed25519_sparkops", "owner": "spark",
-         "comment": "spark@spark-1 sparkops-mesh"},
+         "comment": "spark@spark-1 sparkops-mesh", "keep": "pub"},
         {"role": "container", "path": "/etc/sparkops/trtllm-ssh/ssh_host_ed25519_key", "owner": "root",
-         "comment": "trtllm-container@spark-1"},
+         "comment": "trtllm-container@spark-1", "keep": "pub"},
+        # The container mesh key is the containers' own (never the user's); its .pub is dropped.
+        {"role": "container_mesh", "path": "/etc/sparkops/trtllm-ssh/mesh/id_ed25519", "owner": "root",
+         "comment": "trtllm-mesh@spark-1", "keep": "drop"},
     ]
-    assert n["pubs"] == {"mesh": "", "host": HOST_PUB, "container": ""}
+    assert n["pubs"] == {"mesh": "", "host": HOST_PUB, "container": "", "container_mesh": ""}
 
 
 @pytest.mark.parametrize("over, fixed", [
@@ -259,6 +400,8 @@ def test_new_node_creates_both_dirs_and_keys():
     ({"key_dir": "directory|700|root|spark"}, "/etc/sparkops/trtllm-ssh"),
     ({"key_dir": "directory|750|root|root"}, "/etc/sparkops/trtllm-ssh"),
     ({"key_dir": "garbage"}, "/etc/sparkops/trtllm-ssh"),
+    ({"mesh_dir": "directory|755|root|root"}, "/etc/sparkops/trtllm-ssh/mesh"),
+    ({"mesh_dir": "directory|700|spark|root"}, "/etc/sparkops/trtllm-ssh/mesh"),
 ])
 def test_dirs_off_their_owner_or_mode_are_fixed(over, fixed):
     assert [d["path"] for d in node(**over)["fix_dirs"]] == [fixed]
@@ -291,9 +434,10 @@ def test_node_pubs_prefer_keys_created_in_this_run():
     created = [
         {"item": {"role": "mesh"}, "stdout": "ssh-ed25519 AAAAnew spark@spark-1 sparkops-mesh", "changed": True},
         {"item": {"role": "container"}, "stdout": "", "changed": True},  # check mode: not run
+        {"item": {"role": "container_mesh"}, "stdout": "ssh-ed25519 AAAAcmeshnew", "changed": True},
     ]
     assert c.node_pubs(n, created) == {"mesh": "ssh-ed25519 AAAAnew spark@spark-1 sparkops-mesh", "host": HOST_PUB,
-                                       "container": ""}
+                                       "container": "", "container_mesh": "ssh-ed25519 AAAAcmeshnew"}
     assert c.node_pubs(n, None) == n["pubs"]
 
 
@@ -320,6 +464,23 @@ def test_mesh_files_of_two_nodes():
         "    UserKnownHostsFile ~/.ssh/known_hosts_sparkops",
     ]
     assert out["peers"] == ["192.168.100.11", "192.168.101.11"]
+    # The container mesh: the containers' own keys, each usable from its node's fabric addresses only.
+    assert out["container_files"] == [
+        {"path": "/etc/sparkops/trtllm-ssh/mesh/authorized_keys", "mode": "0600", "content":
+            'restrict,from="192.168.100.10,192.168.101.10" ssh-ed25519 AAAAcmesh1 trtllm-mesh@spark-1\n'},
+        {"path": "/etc/sparkops/trtllm-ssh/mesh/known_hosts", "mode": "0644", "content":
+            "[192.168.100.10]:2233,[192.168.101.10]:2233 ssh-ed25519 AAAAcont1\n"
+            "[192.168.100.11]:2233,[192.168.101.11]:2233 ssh-ed25519 AAAAcont2\n"},
+    ]
+    pubs2["container_mesh"] = "ssh-ed25519 AAAAcmesh2 root@x"
+    out = c.mesh_files("spark-2", {"spark-1": n1, "spark-2": n2}, {"spark-1": n1["pubs"], "spark-2": pubs2},
+                       "id_ed25519_sparkops", 2233)
+    assert out["container_files"][0]["content"].splitlines() == [
+        'restrict,from="192.168.100.10,192.168.101.10" ssh-ed25519 AAAAcmesh1 trtllm-mesh@spark-1',
+        'restrict,from="192.168.100.11,192.168.101.11" ssh-ed25519 AAAAcmesh2 trtllm-mesh@spark-2',
+    ]
+    # No key of the cluster user (node mesh key) in the containers' files.
+    assert not any("AAAAmesh" in f["content"] for f in out["container_files"])
 
 
 def test_mesh_files_leave_out_keys_not_there_yet():
@@ -330,6 +491,7 @@ def test_mesh_files_leave_out_keys_not_there_yet():
     assert files["authorized_keys"] == ""
     assert files["known_hosts_sparkops"] == "192.168.100.10,192.168.101.10 ssh-ed25519 AAAAnode1"
     assert out["peers"] == []
+    assert [f["content"] for f in out["container_files"]] == ["\n", "\n"]
 
 
 # ---------------------------------------------------------------------------------------------
