@@ -398,7 +398,7 @@ def summarize_run(run, engine, speculative, concurrency=None):
     counters with speculation on. Returns a flat dict: see the module docstring and the report's
     column list (``FIGURES``).
     """
-    requests = [r for r in (run.get("requests") or [])]
+    requests = list(run.get("requests") or [])
     check_not_standin((run.get("metrics_before"), run.get("metrics_after")), [r.get("text") for r in requests])
     if not requests:
         raise BenchError("the run has no requests: give the load generator at least one prompt")

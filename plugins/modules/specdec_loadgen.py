@@ -11,21 +11,21 @@ module: specdec_loadgen
 short_description: Stream chat completions at a fixed concurrency and record per-request timings and the server's counters
 version_added: 0.3.0
 description:
-  - The load generator of the speculative-decoding benchmark. Runs on the node that serves the endpoint (the
+  - "The load generator of the speculative-decoding benchmark. Runs on the node that serves the endpoint (the
     presets bind the server to C(localhost), so the controller often cannot reach it) and sends
     O(num_requests) streamed C(POST /v1/chat/completions) requests over O(prompts), O(concurrency) at a time
-    (a closed loop: each of O(concurrency) workers sends its next request when the previous one ends).
+    (a closed loop: each of O(concurrency) workers sends its next request when the previous one ends)."
   - "Every request asks for C(stream: true) and C(stream_options.include_usage: true) and records: the send time,
     the time to the first content chunk (TTFT), the arrival time of every content chunk (inter-token latency:
     under speculation tokens arrive in bursts, so the distribution matters, not only the mean), the end-to-end
     latency, the output and prompt token counts from the C(usage) chunk, the text, the finish reason, and the
     C(timings) object llama.cpp's C(llama-server) attaches to its last chunk (C(draft_n), C(draft_n_accepted),
     C(predicted_per_second), ...)."
-  - Before and after the measured requests it scrapes the server's Prometheus metrics text (llama.cpp
+  - "Before and after the measured requests it scrapes the server's Prometheus metrics text (llama.cpp
     C(GET /metrics) with C(--metrics); TensorRT-LLM C(GET /prometheus/metrics) with C(return_perf_metrics: true))
     and returns both raw texts, so the counters can be differenced over exactly this run
-    (C(sparkops.specdec) C(module_utils/_bench.py) does that on the controller). It also returns the node's
-    C(/proc/pressure/cpu) text and C(MemAvailable) (bytes) before and after.
+    (M(sparkops.specdec.specdec_bench_report) does that on the controller). It also returns the node's
+    C(/proc/pressure/cpu) text and C(MemAvailable) (bytes) before and after."
   - "Why its own load generator: nothing may be installed on a node at run time, and the load must run offline.
     The maintained clients do not fit: TensorRT-LLM's C(benchmark_serving) exists only inside the TensorRT-LLM image
     (not for the llama.cpp engine) and needs a Hugging Face tokenizer for its datasets; C(vllm bench serve),
@@ -86,8 +86,8 @@ options:
     default: 0
   extra_body:
     description:
-      - Fields merged into every request body, for example C({ignore_eos: true}) to force O(max_tokens) output
-        tokens (llama.cpp and TensorRT-LLM accept C(ignore_eos)).
+      - "Fields merged into every request body, for example C({ignore_eos: true}) to force O(max_tokens) output
+        tokens (llama.cpp and TensorRT-LLM accept C(ignore_eos))."
     type: dict
     default: {}
   warmup_requests:
@@ -110,9 +110,9 @@ options:
     type: str
   perf_metrics:
     description:
-      - Also read TensorRT-LLM's C(GET /perf_metrics) (per-request JSON, emptied by each read; needs
+      - "Also read TensorRT-LLM's C(GET /perf_metrics) (per-request JSON, emptied by each read; needs
         C(return_perf_metrics: true)): once before the measured run, discarded, and once after it, returned in
-        RV(perf_metrics).
+        RV(perf_metrics)."
     type: bool
     default: false
   timeout:
@@ -123,7 +123,7 @@ options:
     default: 300
   api_key:
     description:
-      - Sent as C(Authorization: Bearer <api_key>) when set. Never returned.
+      - "Sent as C(Authorization: Bearer <api_key>) when set. Never returned."
     type: str
   record_text:
     description:
@@ -132,9 +132,9 @@ options:
     default: true
   record_dir:
     description:
-      - Directory on the node where the raw responses are saved for later use as test fixtures (the C(--record)
+      - "Directory on the node where the raw responses are saved for later use as test fixtures (the C(--record)
         mode of the benchmark): C(request-NNNN.sse) (the SSE stream exactly as received), C(metrics-before.txt),
-        C(metrics-after.txt), C(perf_metrics.json) and C(run.json) (this module's result). Created when missing.
+        C(metrics-after.txt), C(perf_metrics.json) and C(run.json) (this module's result). Created when missing."
     type: path
 notes:
   - "Errors, each one message: the endpoint cannot be reached (connection refused, DNS, timeout: names the URL and
@@ -530,7 +530,8 @@ def run_load(target, model, jobs, concurrency, params, headers, keep_raw=False):
             rec["prompt_id"] = prompt_id
             records[index] = rec
 
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(max(1, min(concurrency, len(jobs))))]
+    workers = max(1, min(concurrency, len(jobs)))
+    threads = [threading.Thread(target=worker, daemon=True) for dummy in range(workers)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -547,8 +548,8 @@ def scrape(target, engine, metrics_path, timeout, headers):
     if explicit:
         paths = [metrics_path]
     else:
-        paths = {"llamacpp": ["/metrics"], "trtllm": ["/prometheus/metrics"]}.get(engine,
-                                                                                   ["/prometheus/metrics", "/metrics"])
+        by_engine = {"llamacpp": ["/metrics"], "trtllm": ["/prometheus/metrics"]}
+        paths = by_engine.get(engine, ["/prometheus/metrics", "/metrics"])
     problems = []
     for path in paths:
         status, reason, body = http_get(target, path, timeout, headers)
@@ -620,7 +621,7 @@ def run_module():
                   "timeout": p["timeout"]}
         warm = build_requests(p["prompts"], p["warmup_requests"], p["max_tokens"]) if p["warmup_requests"] else []
         if warm:
-            warm_records, _, _ = run_load(target, model, warm, 1, params, headers)
+            warm_records = run_load(target, model, warm, 1, params, headers)[0]
             bad = [r for r in warm_records if not r["ok"]]
             if bad:
                 raise LoadgenError("the warm-up request failed: %s" % bad[0]["error"])
@@ -633,7 +634,7 @@ def run_module():
         node_after = read_node()
         after = None
         if metrics_path is not None:
-            _, after = scrape(target, p["engine"], metrics_path, p["timeout"], headers)
+            after = scrape(target, p["engine"], metrics_path, p["timeout"], headers)[1]
         perf = None
         if p["perf_metrics"]:
             status, reason, body = http_get(target, "/perf_metrics", p["timeout"], headers)
@@ -665,8 +666,8 @@ def run_module():
                 _write(os.path.join(p["record_dir"], "perf_metrics.json"), json.dumps(perf, indent=2))
             _write(os.path.join(p["record_dir"], "run.json"), json.dumps(result, indent=2, sort_keys=True))
         except OSError as exc:
-            module.fail_json(msg="cannot write the recorded responses to %s: %s" % (p["record_dir"], exc),
-                             **dict(result, changed=False))
+            result["changed"] = False
+            module.fail_json(msg="cannot write the recorded responses to %s: %s" % (p["record_dir"], exc), **result)
         result.update(changed=True, record_dir=p["record_dir"])
     failed = [r for r in records if not r["ok"]]
     if failed:

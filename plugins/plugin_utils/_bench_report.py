@@ -62,6 +62,10 @@ def _median(entry, figure):
     return entry["stats"][figure]["median"]
 
 
+def _tps(entry):
+    return entry["stats"]["output_tokens_per_second"]
+
+
 def plot_series(entries):
     """The data behind each plot, as written to report.json."""
     series = {name: {"series": []} for name in PLOTS}
@@ -71,17 +75,16 @@ def plot_series(entries):
     for (prompt_set, conc), group in sorted(by_conc.items(), key=lambda kv: (str(kv[0][0]), kv[0][1] or 0)):
         base = next((e for e in group if e["point"] == _bench.SPEC_METHOD_NONE), None)
         spec = [e for e in group if e["point"] != _bench.SPEC_METHOD_NONE]
-        tps = lambda e: e["stats"]["output_tokens_per_second"]  # noqa: E731
         series["throughput_vs_draft"]["series"].append({
             "prompt_set": prompt_set, "concurrency": conc,
             "draft_length": [e["point"] for e in spec],
-            "tokens_per_second_median": [tps(e)["median"] for e in spec],
-            "tokens_per_second_min": [tps(e)["min"] for e in spec],
-            "tokens_per_second_max": [tps(e)["max"] for e in spec],
+            "tokens_per_second_median": [_tps(e)["median"] for e in spec],
+            "tokens_per_second_min": [_tps(e)["min"] for e in spec],
+            "tokens_per_second_max": [_tps(e)["max"] for e in spec],
             "acceptance_rate_median": [_median(e, "acceptance_rate") for e in spec],
-            "baseline_tokens_per_second": None if base is None else tps(base)["median"],
-            "baseline_min": None if base is None else tps(base)["min"],
-            "baseline_max": None if base is None else tps(base)["max"]})
+            "baseline_tokens_per_second": None if base is None else _tps(base)["median"],
+            "baseline_min": None if base is None else _tps(base)["min"],
+            "baseline_max": None if base is None else _tps(base)["max"]})
         if base is not None:
             series["spec_vs_baseline"]["series"].append({
                 "prompt_set": prompt_set, "concurrency": conc, "draft_length": [e["point"] for e in spec],
@@ -164,8 +167,8 @@ def markdown(report):
         lines.append("")
     if report.get("tuner"):
         tuner = report["tuner"]
-        lines += ["## Tuner", "", "Pick: **%s**. %s" % ("nothing" if tuner["pick"] is None else _label(tuner["pick"]),
-                                                       tuner["reason"]), ""]
+        picked = "nothing" if tuner["pick"] is None else _label(tuner["pick"])
+        lines += ["## Tuner", "", "Pick: **%s**. %s" % (picked, tuner["reason"]), ""]
     if report.get("search"):
         s = report["search"]
         lines += ["Search: measured %s; cost %s of a full sweep; its pick is %s tok/s from the best point, whose "
@@ -254,7 +257,7 @@ def draw(report, out_dir):
             ax1.errorbar(s["draft_length"], med, yerr=err, marker="o", capsize=3, color=color, label=name)
             acc = [(d, a) for d, a in zip(s["draft_length"], s["acceptance_rate_median"]) if a is not None]
             if acc:
-                ax2.plot([d for d, _ in acc], [a for _, a in acc], marker="o", color=color, label=name)
+                ax2.plot([pair[0] for pair in acc], [pair[1] for pair in acc], marker="o", color=color, label=name)
         if s["baseline_tokens_per_second"] is not None:
             ax1.axhline(s["baseline_tokens_per_second"], color=color, linestyle="--", linewidth=1,
                         label="%s no speculation" % name)
