@@ -35,8 +35,8 @@ description:
     server reports, so it needs no tokenizer at all."
   - Warm-up requests (O(warmup_requests)) are sent one at a time before the first scrape and are not recorded,
     so they neither count in the figures nor move the differenced counters.
-  - Changes nothing on the node (RV(changed) is V(false)) unless O(record_dir) is set, which writes the raw
-    responses there (RV(changed) V(true)).
+  - Changes nothing on the node (C(changed) is V(false)) unless O(record_dir) is set, which writes the raw
+    responses there (C(changed) V(true)).
 author:
   - sparkops maintainers (@sparkops)
 options:
@@ -152,16 +152,15 @@ notes:
 attributes:
   check_mode:
     support: full
-    details:
-      - Sends nothing and reads nothing in check mode, and returns C(skipped=true) with a message. A benchmark has no
-        change to preview, and load on a serving node is not something a dry run may cause.
+    description: Sends nothing and reads nothing in check mode, and returns C(skipped=true) with a message. A benchmark
+      has no change to preview, and load on a serving node is not something a dry run may cause.
   diff_mode:
     support: none
-    details:
-      - Changes nothing to show.
+    description: Changes nothing to show.
   platform:
     platforms: posix
     support: full
+    description: Reads C(/proc) of a Linux node; talks HTTP to the server.
   action_group:
     description: Use C(group/sparkops.specdec.specdec) in C(module_defaults) to set defaults for this module.
     support: full
@@ -576,7 +575,7 @@ def run_module():
             prompts=dict(type="list", elements="raw", required=True),
             concurrency=dict(type="int", default=1),
             num_requests=dict(type="int"),
-            max_tokens=dict(type="int", default=128),
+            max_tokens=dict(type="int", default=128, no_log=False),
             temperature=dict(type="float", default=0.0),
             seed=dict(type="int", default=0),
             extra_body=dict(type="dict", default={}),
