@@ -213,7 +213,7 @@ def sshd_image_name(image):
     image = str(image)
     repo, at, digest = image.partition("@")
     if at:
-        algo, _, hexdigest = digest.partition(":")
+        algo, hexdigest = (digest.split(":", 1) + [""])[:2]
         return "%s:%s-%s%s" % (repo, algo, hexdigest[:12], SSHD_SUFFIX)
     slash = repo.rfind("/")
     colon = repo.rfind(":")
@@ -522,8 +522,8 @@ def container_mesh_files(me, nodes, pubs, ssh_port):
         keys = pubs.get(host) or {}
         addresses = [str(a) for a in node["addresses"]]
         if keys.get("container_mesh"):
-            trusted.append('restrict,from="%s" %s trtllm-mesh@%s' % (",".join(addresses),
-                                                                      _type_and_key(keys["container_mesh"]), host))
+            key = _type_and_key(keys["container_mesh"])
+            trusted.append('restrict,from="%s" %s trtllm-mesh@%s' % (",".join(addresses), key, host))
         if keys.get("container"):
             pinned.append("%s %s" % (",".join("[%s]:%s" % (a, ssh_port) for a in addresses),
                                      _type_and_key(keys["container"])))
