@@ -157,7 +157,7 @@ options:
   rate_limit_max_wait:
     description:
       - Longest total time in seconds the run waits on HTTP 429 answers. A wait that would pass it is not started
-        (a C(Retry-After) of an hour is not slept through): the run fails at once with C(error_kind)
+        (a C(Retry-After) of an hour is not slept through); the run fails at once with C(error_kind)
         V(rate_limited), saying how long the Hub asked to wait.
     type: int
     default: 600
@@ -168,7 +168,7 @@ options:
         with C(async) and C(poll) V(0) can be followed (see EXAMPLES). Missing parent directories are created.
       - The file is replaced atomically (written to a temporary file in the same directory, then renamed), so a
         reader never sees a partial document. It is written when the run starts, then about every second in
-        every state (C(updated) moves while the module lives: a reader tells a dead run from a live one by it),
+        every state (C(updated) moves while the module lives, so a reader tells a dead run from a live one by it),
         and at the end. A previous document at that path is overwritten.
         Mode V(0644). Not written in check mode.
       - "Keys: C(repo_id), C(revision) (as given), C(commit) (full SHA, V(null) until resolved),
