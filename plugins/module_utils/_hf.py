@@ -44,7 +44,7 @@ import threading
 import time
 import traceback
 
-from ansible_collections.sparkops.specdec.plugins.module_utils._secrets import Scrubber, scrub, token_defects
+from ansible_collections.sparkops.specdec.plugins.module_utils._secrets import scrub
 
 HF_IMPORT_ERROR = None
 try:
