@@ -6,7 +6,8 @@
 - ``settings | sparkops.specdec.trtllm_container_spec``: the docker_container parameters of the engine container.
 - ``settings | sparkops.specdec.trtllm_sshd_image(info_results, probes)``: which image with sshd the
   multi-node container runs, whether to build it (and its Dockerfile) or to probe an image for sshd first;
-  ``image | sparkops.specdec.trtllm_sshd_image_name(named)``: the derived (or named) image to look for.
+  ``image | sparkops.specdec.trtllm_sshd_image_name(named)``: the derived (or named) image to look for;
+  ``msg | sparkops.specdec.trtllm_sshd_build_failure(image, base, host)``: the one-line error of a failed build.
 - ``hostvars | sparkops.specdec.ssh_mesh_node(me, hosts, group, addresses, host_key_dir, key_name)``: this node's
   mesh identity from its read (``__ssh_mesh_read``), after checking that every node of the group has the same
   cluster user.
@@ -61,6 +62,11 @@ def trtllm_sshd_image(settings, info_results=None, probes=None):
         raise AnsibleFilterError(str(exc)) from None
 
 
+def trtllm_sshd_build_failure(message, image, base, host):
+    """The one-line error of a failed build of the derived image (its first cause and the air-gapped way out)."""
+    return _container.sshd_build_failure(message, image, base, host)
+
+
 def trtllm_sshd_image_name(image, named=""):
     """The image with sshd to look for: the one named (trtllm_container_sshd_image), else image-sparkops-sshd."""
     return str(named) if named else _container.sshd_image_name(image)
@@ -101,6 +107,7 @@ class FilterModule(object):
             "trtllm_container_spec": trtllm_container_spec,
             "trtllm_sshd_image": trtllm_sshd_image,
             "trtllm_sshd_image_name": trtllm_sshd_image_name,
+            "trtllm_sshd_build_failure": trtllm_sshd_build_failure,
             "ssh_mesh_node": ssh_mesh_node,
             "ssh_mesh_files": ssh_mesh_files,
         }

@@ -18,6 +18,8 @@ Every refusal is one line naming the setting or the node and the fix; callers ra
 
 from __future__ import annotations
 
+import re
+
 # ---------------------------------------------------------------------------------------------
 # trtllm_container
 # ---------------------------------------------------------------------------------------------
@@ -244,6 +246,32 @@ def sshd_dockerfile(base, base_id):
         'LABEL %s="%s" %s="%s"' % (SSHD_LABEL, SSHD_BIN, SSHD_BASE_LABEL, base_id),
         "",
     ])
+
+
+_BUILD_CAUSES = (
+    re.compile(r"Temporary failure resolving '[^']+'"),
+    re.compile(r"Could not resolve host:? '?[^' ,]+'?"),
+    re.compile(r"Failed to fetch \S+\s+[^'\\\n]*"),
+    re.compile(r"E: [^'\\\n]+"),
+    re.compile(r"no apt-get, dnf or apk in \S+"),
+)
+
+
+def sshd_build_failure(message, image, base, host):
+    """The one-line error of a failed build of the derived image: the first cause found in docker's (long) message
+    (DNS, fetch, apt error), and the way out for an air-gapped node."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(message or ""))
+    cause = ""
+    for pattern in _BUILD_CAUSES:
+        found = pattern.search(text)
+        if found:
+            cause = found.group(0).strip()
+            break
+    if not cause:
+        cause = " ".join(text.split())[:200] or "no message"
+    return ("Building %s (%s plus openssh-server) on %s failed: %s. It needs apt's network once; on an air-gapped node "
+            "build it elsewhere and load it (trtllm_container README, \"Air-gapped nodes\"), or set "
+            "trtllm_container_sshd_image to an image with openssh-server already on the node." % (image, base, host, cause))
 
 
 def _has_label(inspect, name, value=None):

@@ -27,7 +27,7 @@ def read(user="spark", home="/home/spark", n="1"):
 
 def test_filters_are_registered():
     assert set(node_setup.FilterModule().filters()) == {"trtllm_container_spec", "ssh_mesh_node", "ssh_mesh_files",
-                                                        "trtllm_sshd_image", "trtllm_sshd_image_name"}
+                                                        "trtllm_sshd_image", "trtllm_sshd_image_name", "trtllm_sshd_build_failure"}
 
 
 def test_ssh_mesh_node_from_hostvars():

@@ -517,3 +517,27 @@ def test_trtllm_container_spec_unchanged_by_the_engine_setting():
 def test_llamacpp_multinode_container_is_refused():
     with pytest.raises(c.ContainerError, match="specdec_server_engine: llamacpp serves on one Spark"):
         c.container_spec(settings(engine="llamacpp"))
+
+
+# The message of community.docker.docker_image when the build of the derived image fails on a node without apt's
+# network (as on the lab node, shortened): one long line with docker's logs as a list.
+BUILD_NO_NETWORK = (
+    "Error building sparkops-lab/trtllm-standin - code: 100, message: The command '/bin/sh -c set -e; apt-get update' "
+    "returned a non-zero code: 100, logs: ['Step 1/4 : FROM sparkops-lab/trtllm-standin:1.3.0rc12-nosshd', "
+    "'Err:1 http://deb.debian.org/debian bookworm InRelease', \"  Temporary failure resolving 'deb.debian.org'\", "
+    "\"\\x1b[91mE: Package 'openssh-server' has no installation candidate\", '\\x1b[0m']")
+
+
+@pytest.mark.parametrize("message, cause", [
+    (BUILD_NO_NETWORK, "Temporary failure resolving 'deb.debian.org'"),
+    ("logs: ['E: Unable to locate package openssh-server', '']", "E: Unable to locate package openssh-server"),
+    ("no apt-get, dnf or apk in site/img:1 to install openssh-server with", "no apt-get, dnf or apk in site/img:1"),
+    ("Error connecting:\n  docker.sock   refused", "Error connecting: docker.sock refused"),
+    ("", "no message"),
+])
+def test_build_failure_is_one_line_with_its_cause_and_the_way_out(message, cause):
+    msg = c.sshd_build_failure(message, DERIVED, BASE, "spark-1")
+    assert "\n" not in msg and "\x1b" not in msg
+    assert msg.startswith("Building %s (%s plus openssh-server) on spark-1 failed: %s. " % (DERIVED, BASE, cause))
+    assert "air-gapped" in msg and "trtllm_container_sshd_image" in msg
+    assert len(msg) < 500
