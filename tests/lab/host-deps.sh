@@ -16,7 +16,10 @@ if ! docker info >/dev/null 2>&1; then
     $sudo systemctl start docker
   else
     log=${TMPDIR:-/tmp}/sparkops-dockerd.log
-    $sudo sh -c "nohup dockerd >'$log' 2>&1 &"
+    # Close every inherited descriptor above 2 first: a lock held by the caller (e.g. the lab's
+    # `flock /tmp/sparkops-lab.lock make lab-up`) must not live on in the long-running dockerd.
+    $sudo bash -c 'for fd in $(ls /proc/$$/fd); do [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done 2>/dev/null
+      nohup dockerd >"$0" 2>&1 </dev/null &' "$log"
   fi
   for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 1; done
   docker info >/dev/null 2>&1 || { echo "Docker engine did not start (see $log)" >&2; exit 1; }
