@@ -20,14 +20,7 @@ mkdir -p "$state/images"
 # huggingface_hub wheels for the images, fetched here with the controller's pip (which
 # knows this machine's index and certificates) and installed offline in the images.
 HF_HUB_VERSION=${HF_HUB_VERSION:-2.4.0}
-wheels="$state/wheels/huggingface_hub-$HF_HUB_VERSION"
-if [ ! -f "$wheels/.complete" ]; then
-  rm -rf "$wheels"; mkdir -p "$wheels"
-  python3 -m pip download --quiet --only-binary=:all: --python-version 3.11 --platform manylinux2014_x86_64 \
-    --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 --platform any \
-    --dest "$wheels" "huggingface_hub==$HF_HUB_VERSION"
-  touch "$wheels/.complete"
-fi
+wheels=$("$here/hf-wheels.sh" "$state" "$HF_HUB_VERSION")
 build() {  # build TAG DIR [docker build args...]; prints "changed TAG" when the image ID moved
   local tag=$1 dir=$2 before after ctx
   shift 2

@@ -37,14 +37,7 @@ tag=sparkops-lab/llamacpp-server:$commit
 tar="$state/images/llamacpp-server-$commit.tar"
 
 # 2. huggingface_hub wheels for the `hf` CLI (same cache as build-images.sh).
-wheels="$state/wheels/huggingface_hub-$HF_HUB_VERSION"
-if [ ! -f "$wheels/.complete" ]; then
-  rm -rf "$wheels"; mkdir -p "$wheels"
-  python3 -m pip download --quiet --only-binary=:all: --python-version 3.11 --platform manylinux2014_x86_64 \
-    --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 --platform any \
-    --dest "$wheels" "huggingface_hub==$HF_HUB_VERSION"
-  touch "$wheels/.complete"
-fi
+wheels=$("$here/hf-wheels.sh" "$state" "$HF_HUB_VERSION")
 
 # 3. Build context: Dockerfile + the tree (hard links, no copy) + wheels.
 ctx="$state/build/llamacpp"
