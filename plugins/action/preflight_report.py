@@ -22,7 +22,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
 from ansible_collections.sparkops.specdec.plugins.module_utils import _preflight, _settings
 
-_ARGS = frozenset(("plan", "probes", "fabric", "hf_results", "container", "ssh_port", "hf_cache_dir",
+_ARGS = frozenset(("plan", "probes", "fabric", "hf_results", "container", "ssh_port", "hf_cache_dir", "host_key_dir",
                    "usable_memory_bytes", "memory_reserve_bytes", "disk_reserve_bytes", "report_path"))
 _INT_ARGS = ("usable_memory_bytes", "memory_reserve_bytes", "disk_reserve_bytes")
 
@@ -44,6 +44,17 @@ def write_report(path, entries):
     return path
 
 
+def _node_bool(hostvars, host, name):
+    """A boolean setting of one node from its variables, else the role's declared default."""
+    value = None
+    try:
+        if host in hostvars and name in hostvars[host]:
+            value = hostvars[host][name]
+    except Exception:  # an undefined inventory value: the role's default applies
+        value = None
+    return boolean(_action.spec_default(name) if value is None else value, strict=False)
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -56,7 +67,8 @@ class ActionModule(ActionBase):
         if not isinstance(plan, dict) or not isinstance(plan.get("plan"), dict):
             raise AnsibleError("preflight_report: plan must be the registered result of sparkops.specdec.specdec_plan "
                                "(preflight_plan), with plan.models, plan.port and plan.tp_size")
-        settings = {"container": to_text(args.get("container") or ""), "hf_cache_dir": to_text(args.get("hf_cache_dir") or "")}
+        settings = {"container": to_text(args.get("container") or ""), "hf_cache_dir": to_text(args.get("hf_cache_dir") or ""),
+                    "host_key_dir": to_text(args.get("host_key_dir") or "")}
         try:
             settings["ssh_port"] = int(args["ssh_port"]) if args.get("ssh_port") not in (None, "") else None
             for name in _INT_ARGS:
@@ -67,16 +79,8 @@ class ActionModule(ActionBase):
 
         hosts = list(task_vars.get("ansible_play_hosts_all") or [task_vars.get("inventory_hostname")])
         hostvars = task_vars.get("hostvars") or {}
-        gpus = {}
-        for host in hosts:
-            value = None
-            try:
-                if host in hostvars and "trtllm_container_gpus" in hostvars[host]:
-                    value = hostvars[host]["trtllm_container_gpus"]
-            except Exception:  # an undefined inventory value: the role's default applies
-                value = None
-            gpus[host] = boolean(_action.spec_default("trtllm_container_gpus") if value is None else value, strict=False)
-        settings["gpus"] = gpus
+        settings["gpus"] = {host: _node_bool(hostvars, host, "trtllm_container_gpus") for host in hosts}
+        settings["download"] = {host: _node_bool(hostvars, host, "specdec_server_download") for host in hosts}
 
         probes = {h: _preflight.merge_probe(r) for h, r in (args.get("probes") or {}).items() if h in hosts}
         entries = _preflight.build_checks(hosts, probes, args.get("fabric") or {}, args.get("hf_results") or [],

@@ -7,15 +7,19 @@
 # any release without notice.
 """Tier-2 preflight of sparkops.specdec as pure functions (no Ansible, no I/O).
 
-``playbooks/preflight.yml`` only gathers raw facts on every node (one probe command, the
-``nccl_interface_info`` module, the ``hf_download`` check-mode results) and hands them to
+``playbooks/preflight.yml`` only gathers raw facts on every node (the read-only module
+``preflight_facts``, the ``nccl_interface_info`` module, the ``hf_download`` check-mode results) and hands them to
 ``build_checks``, which returns one entry per check and node: ``{id, node, status, message, fix}``
 with status ``pass``, ``warn``, ``fail`` or ``skip``. The comparisons across nodes, the disk and
 memory budgets, port ownership, image ids, hostfile vs fabric addresses and the NCCL environment
 are decided here; ``summary`` and ``verdict`` turn the entries into the printed summary and the
 play's verdict.
 
-Probe format (``parse_probe``): one line per command, ``NAME<TAB>RC<TAB>base64(stdout)<TAB>base64(stderr)``.
+Facts of a node: ``{name: {'rc', 'stdout', 'stderr'}}`` per command (``preflight_facts`` returns them as
+``facts``; the older shell probe printed one line per command, ``NAME<TAB>RC<TAB>base64(stdout)<TAB>base64(stderr)``,
+still read by ``parse_probe``), plus ``ssh_nodes`` / ``ssh_containers`` (one result per peer address), ``hub`` (the
+node's own request to the Hub or mirror) and ``gpu`` (``docker run --gpus all IMAGE nvidia-smi -L``). The
+classification of their raw outputs (``classify_ssh``, ``classify_hub``, ``classify_gpu_run``) is here too.
 """
 
 from __future__ import annotations
@@ -31,9 +35,10 @@ from ansible_collections.sparkops.specdec.plugins.module_utils import _nccl, _se
 STATUSES = ("pass", "warn", "fail", "skip")
 
 # Report order of the checks (per node). The two-node checks run only with topology two_sparks.
-CHECK_IDS = ("docker_nosudo", "gpu_runtime", "ports_free", "clock_sync", "hf_access", "same_user", "same_port",
-             "link_speed", "fabric_ips", "nccl_env", "same_image", "disk_space", "memory_budget", "mem_available")
-TWO_NODE_CHECKS = frozenset(("same_port", "link_speed", "fabric_ips", "nccl_env"))
+CHECK_IDS = ("docker_nosudo", "gpu_runtime", "gpu_run", "ports_free", "clock_sync", "hf_access", "hub_reach",
+             "same_user", "same_port", "link_speed", "fabric_ips", "ssh_nodes", "ssh_containers", "nccl_env", "same_image",
+             "disk_space", "memory_budget", "mem_available")
+TWO_NODE_CHECKS = frozenset(("same_port", "link_speed", "fabric_ips", "ssh_nodes", "ssh_containers", "nccl_env"))
 
 FIXES = {
     "docker_nosudo": "Add the user to the docker group (role docker_group, or sudo usermod -aG docker $USER and log in "
@@ -57,6 +62,12 @@ FIXES = {
     "memory_budget_tp1": "Use two Sparks (TP=2, two_sparks.yml) or a smaller/quantised model.",
     "memory_budget": "Use a smaller model or lower max_num_tokens.",
     "mem_available": "Drop the host page cache before loading (UMA): re-run preflight with -e preflight_drop_caches=true.",
+    "gpu_run": "Check by hand: docker run --rm --gpus all %(image)s nvidia-smi -L (the runbook's GPU check).",
+    "hub_reach": "Make the Hub, or the mirror in specdec_server_hf_endpoint, reachable from the node (DNS, proxy "
+                 "https_proxy, firewall).",
+    "ssh_nodes": "Re-run two_sparks.yml: ssh_mesh sets up passwordless SSH between the nodes on the fabric addresses.",
+    "ssh_containers": "Re-run two_sparks.yml: ssh_mesh writes the containers' authorized_keys and known_hosts, "
+                      "trtllm_container starts their sshd.",
     "unreached": "Make the node reachable (SSH, and sudo for the port check) and re-run preflight.",
 }
 
@@ -120,7 +131,8 @@ def merge_probe(registered):
         part = str(result.get("item", "probe"))
         if result.get("skipped"):
             continue
-        parsed = parse_probe(result.get("stdout"))
+        facts = result.get("facts")
+        parsed = dict(facts) if isinstance(facts, dict) else parse_probe(result.get("stdout"))
         if not parsed and (result.get("failed") or result.get("unreachable") or result.get("rc", 0) != 0):
             merged["_errors"][part] = one_line(result.get("msg") or result.get("stderr") or "the probe did not run")
         merged.update(parsed)
@@ -259,6 +271,28 @@ def fabric_addresses(fabric):
                 out.append(str(ipaddress.ip_interface(cidr).ip))
             except ValueError:
                 continue
+    return out
+
+
+def ssh_targets(node, hosts, fabric):
+    """The peer addresses the SSH rows try from ``node``: every IPv4 address (no prefix) on the selected (Up)
+    interfaces of every other host's nccl_interface_info result, as [{'host', 'address'}] in host order."""
+    out = []
+    for host in hosts or []:
+        result = (fabric or {}).get(host) or {}
+        if host == node or not isinstance(result, dict) or result.get("failed") or result.get("skipped"):
+            continue
+        selected = result.get("selected_interfaces") or []
+        for iface in result.get("interfaces") or []:
+            if iface.get("netdev") not in selected:
+                continue
+            for cidr in iface.get("ipv4") or []:
+                try:
+                    address = str(ipaddress.ip_interface(cidr).ip)
+                except ValueError:
+                    continue
+                if {"host": host, "address": address} not in out:
+                    out.append({"host": host, "address": address})
     return out
 
 
@@ -486,16 +520,340 @@ def check_mem_available(node, probe, ctx):
         % (avail, "is below" if below else "covers", per_node, reserve))
 
 
+# ---------------------------------------------------------------------------------------------
+# SSH between the nodes and between the containers (BatchMode, read-only)
+# ---------------------------------------------------------------------------------------------
+
+# (kind, pattern of ssh's or docker's stderr), first match wins.
+SSH_KINDS = (
+    ("no_container", re.compile(r"No such container|is not running|is restarting|is paused", re.I)),
+    ("docker", re.compile(r"permission denied while trying to connect to the docker|Cannot connect to the Docker daemon",
+                          re.I)),
+    ("host_key", re.compile(r"Host key verification failed|REMOTE HOST IDENTIFICATION HAS CHANGED|"
+                            r"host key for \S+ has changed|No \S+ host key is known", re.I)),
+    ("publickey", re.compile(r"Permission denied \(", re.I)),
+    ("refused", re.compile(r"Connection refused", re.I)),
+    ("timeout", re.compile(r"timed out|Timeout", re.I)),
+    ("no_route", re.compile(r"No route to host|Network is unreachable|Cannot assign requested address", re.I)),
+    ("dns", re.compile(r"Could not resolve hostname|Name or service not known|Temporary failure in name resolution",
+                       re.I)),
+    ("closed", re.compile(r"Connection closed|Connection reset|kex_exchange_identification|Broken pipe", re.I)),
+    ("no_client", re.compile(r"ssh: (command )?not found|executable file not found|ssh: No such file", re.I)),
+)
+# `timeout` (coreutils) exits 124 when the whole command overran.
+TIMEOUT_RC = 124
+
+_SSH_WHAT = {
+    "ssh_nodes": "ssh as the deploy user to the peer's sshd",
+    "ssh_containers": "ssh from this node's container to the peer container's sshd",
+}
+
+
+def classify_ssh(rc, stderr):
+    """An ``ssh -o BatchMode=yes ... true`` (maybe through ``docker exec``) result -> kind.
+
+    ``ok``, one of SSH_KINDS (``no_container`` and ``docker``: the test could not run), or ``other``.
+    """
+    if rc == 0:
+        return "ok"
+    if rc == TIMEOUT_RC:
+        return "timeout"
+    text = str(stderr or "")
+    for kind, pattern in SSH_KINDS:
+        if pattern.search(text):
+            return kind
+    return "other"
+
+
+def ssh_fix(check_id, kind, port, key_dir, container):
+    """The fix of one SSH failure kind, for the node mesh (ssh_nodes) or the container mesh (ssh_containers)."""
+    if check_id == "ssh_nodes":
+        fixes = {
+            "refused": "Nothing accepts SSH on port 22 of that peer address: start the peer's sshd (sudo systemctl "
+                       "enable --now ssh) and check Port/ListenAddress in its /etc/ssh/sshd_config.",
+            "publickey": "The peer does not accept this node's mesh key: re-run two_sparks.yml (ssh_mesh adds "
+                         "~/.ssh/id_ed25519_sparkops.pub to the peer's ~/.ssh/authorized_keys); on the peer ~/.ssh must "
+                         "be 0700 and owned by the user (sshd StrictModes).",
+            "host_key": "The peer's host key is not the one pinned in ~/.ssh/known_hosts_sparkops (peer reinstalled?): "
+                        "remove the stale line (ssh-keygen -R ADDRESS -f ~/.ssh/known_hosts_sparkops) and re-run "
+                        "two_sparks.yml, which pins the current keys.",
+        }
+    else:
+        fixes = {
+            "refused": "The peer container's sshd does not listen on that address and port %s: is the container "
+                       "running, and did its sshd find its fabric addresses (docker logs %s on the peer)? Port %s "
+                       "taken by another process (see ports_free)? Re-run two_sparks.yml." % (port, container, port),
+            "publickey": "The peer container does not accept this node's container mesh key from this address: "
+                         "%s/mesh/authorized_keys on the peer must hold this node's key with this node's fabric "
+                         "addresses in from=\"...\": re-run two_sparks.yml (ssh_mesh rewrites it)." % key_dir,
+            "host_key": "The peer container's host key is not pinned in %s/mesh/known_hosts on this node (or the "
+                        "peer's %s/ssh_host_ed25519_key changed): re-run two_sparks.yml." % (key_dir, key_dir),
+        }
+    common = {
+        "timeout": "No answer within the connect timeout: check the cable and the links (ibdev2netdev), the "
+                   "addresses on both nodes (ip addr) and any firewall on the fabric.",
+        "no_route": "This node has no route to that address: the fabric link or address is missing on one node "
+                    "(ibdev2netdev, ip addr; see same_port and fabric_ips).",
+        "dns": "The peer name does not resolve: use the fabric addresses (the hostfile's).",
+        "closed": "The peer's sshd closed the connection (MaxStartups, AllowUsers/DenyUsers, or sshd restarting): "
+                  "read its log.",
+        "no_client": "Install the OpenSSH client (on the node, or in the image for the containers).",
+        "other": "Run the same command with -v to see why.",
+    }
+    fixes.update(common)
+    return fixes.get(kind, common["other"])
+
+
+def check_ssh(check_id, node, probe, ctx):
+    """ssh_nodes / ssh_containers: every peer fabric address answered a BatchMode ssh with ``true``."""
+    results = probe.get(check_id)
+    if not isinstance(results, list):
+        return "fail", "no %s result from this node (%s)" % (check_id, _missing(probe, check_id, "user") or "?"), None
+    if not results:
+        return "skip", ("skipped: no fabric address of a peer is known (see same_port and fabric_ips)"), None
+    bad, skipped, good = [], [], []
+    for res in results:
+        target = "%s (%s)" % (res.get("address"), res.get("host"))
+        kind = classify_ssh(res.get("rc"), res.get("stderr"))
+        if kind == "ok":
+            good.append(target)
+        elif kind in ("no_container", "docker"):
+            skipped.append((target, one_line(res.get("stderr"))))
+        else:
+            bad.append((target, kind, one_line(res.get("stderr")) or "rc=%s" % res.get("rc")))
+    if bad:
+        kinds = []
+        for dummy, kind, dummy2 in bad:
+            if kind not in kinds:
+                kinds.append(kind)
+        fix = " ".join(ssh_fix(check_id, k, ctx["ssh_port"], ctx["host_key_dir"], ctx["container"]) for k in kinds)
+        return "fail", "%s failed: %s" % (_SSH_WHAT[check_id], "; ".join(
+            "%s: %s: %s" % (t, k, e) for t, k, e in bad)), fix
+    if skipped:
+        return "skip", "skipped: cannot run ssh in container %s (not running, or Docker not usable here): %s" % (
+            ctx["container"], skipped[0][1]), None
+    return "pass", "%s works to %s" % (_SSH_WHAT[check_id], ", ".join(good)), None
+
+
+def check_ssh_nodes(node, probe, ctx):
+    return check_ssh("ssh_nodes", node, probe, ctx)
+
+
+def check_ssh_containers(node, probe, ctx):
+    return check_ssh("ssh_containers", node, probe, ctx)
+
+
+# ---------------------------------------------------------------------------------------------
+# The node's own reach to the Hub or the mirror
+# ---------------------------------------------------------------------------------------------
+
+# errno values of Linux (getaddrinfo: EAI_NONAME -2, EAI_AGAIN -3, EAI_NODATA -5).
+_DNS_ERRNOS = frozenset((-2, -3, -5))
+_ERRNO_KINDS = {111: "refused", 113: "no_route", 101: "no_route", 110: "timeout", 104: "closed"}
+
+
+def classify_hub(hub):
+    """The ``hub`` fact of preflight_facts -> (kind, detail).
+
+    kind: ``skipped``, ``http`` (detail: the status), ``dns``, ``refused``, ``no_route``, ``timeout``, ``closed``,
+    ``tls_clock`` (certificate not yet valid), ``tls_expired``, ``tls_ca`` (unknown issuer: proxy or private CA),
+    ``tls_name`` (host name mismatch), ``tls`` (other TLS errors), ``bad_url`` or ``other`` (detail: the error text).
+    """
+    hub = hub or {}
+    if hub.get("skipped"):
+        return "skipped", ""
+    if hub.get("status") is not None:
+        return "http", int(hub["status"])
+    err = hub.get("error") or {}
+    etype, errno_ = str(err.get("type") or ""), err.get("errno")
+    text = " ".join((str(err.get("text") or ""), str(err.get("verify_message") or "")))
+    low = text.lower()
+    if etype == "bad_url":
+        return "bad_url", one_line(text)
+    if etype == "gaierror" or errno_ in _DNS_ERRNOS or "name or service not known" in low \
+            or "temporary failure in name resolution" in low or "nodename nor servname" in low:
+        return "dns", one_line(text)
+    if "not yet valid" in low:
+        return "tls_clock", one_line(text)
+    if "has expired" in low or "certificate expired" in low:
+        return "tls_expired", one_line(text)
+    if "unable to get local issuer" in low or "self-signed" in low or "self signed" in low \
+            or "unable to get issuer" in low:
+        return "tls_ca", one_line(text)
+    if "hostname mismatch" in low or "doesn't match" in low or "not valid for" in low:
+        return "tls_name", one_line(text)
+    if etype in ("timeout", "TimeoutError") or "timed out" in low:
+        return "timeout", one_line(text)
+    if etype == "ConnectionRefusedError" or "connection refused" in low:
+        return "refused", one_line(text)
+    if etype.startswith("SSL") or "ssl" in low or "tls" in low or "certificate" in low:
+        return "tls", one_line(text)
+    if isinstance(errno_, int) and errno_ in _ERRNO_KINDS:
+        return _ERRNO_KINDS[errno_], one_line(text)
+    if "no route to host" in low or "network is unreachable" in low:
+        return "no_route", one_line(text)
+    if "connection reset" in low or "remote end closed" in low or "remotedisconnected" in low.replace(" ", ""):
+        return "closed", one_line(text)
+    return "other", one_line(text) or etype or "no answer"
+
+
+HUB_FIXES = {
+    "dns": "The node cannot resolve the Hub's host name: fix its DNS (/etc/resolv.conf), or use a mirror it can "
+           "resolve (specdec_server_hf_endpoint).",
+    "refused": "Nothing listens at that host and port as seen from the node: check specdec_server_hf_endpoint (scheme "
+               "and port), that the mirror runs, and the node's proxy settings (https_proxy).",
+    "no_route": "The node has no route to the Hub: give it a route or a proxy (https_proxy), or use a mirror on "
+                "its network (specdec_server_hf_endpoint).",
+    "timeout": "No answer in time: a firewall drops the traffic, or the node needs a proxy (https_proxy) or a "
+               "mirror (specdec_server_hf_endpoint).",
+    "closed": "The connection was closed or reset: a proxy or firewall in the way; check https_proxy.",
+    "tls_clock": "The node's clock is behind (the certificate is not yet valid): sudo timedatectl set-ntp true.",
+    "tls_expired": "The certificate has expired, or the node's clock is ahead: check date on the node "
+                   "(sudo timedatectl set-ntp true) and the mirror's certificate.",
+    "tls_ca": "The certificate's issuer is not trusted on the node (a TLS-inspecting proxy or a mirror with a "
+              "private CA): install the CA on the node (update-ca-certificates).",
+    "tls_name": "The certificate does not name the endpoint's host: use the host name the mirror's certificate "
+                "names in specdec_server_hf_endpoint.",
+    "tls": "TLS handshake failed: check the proxy and the mirror's TLS setup.",
+    "bad_url": "Set specdec_server_hf_endpoint to an http:// or https:// URL.",
+    "other": FIXES["hub_reach"],
+    "http_407": "The proxy wants credentials: set them in the node's https_proxy.",
+    "http_429": "The Hub is rate-limiting this address: wait, or use a token and a mirror.",
+    "http_5xx": "The Hub or mirror answers with a server error: retry later or check the mirror.",
+    "http_404": "The endpoint answered but does not know the repo: a mirror without it, or a wrong endpoint path "
+                "in specdec_server_hf_endpoint.",
+}
+
+
+def check_hub_reach(node, probe, ctx):
+    hub = probe.get("hub")
+    if not ctx["download"].get(node, True):
+        return "skip", "skipped: specdec_server_download is false (the nodes download nothing)", None
+    if not isinstance(hub, dict):
+        return "fail", "no hub result from this node (%s)" % (_missing(probe, "hub", "user") or "?"), None
+    url = hub.get("url") or "the endpoint"
+    if hub.get("offline"):
+        return "skip", "skipped: the node runs offline (HF_HUB_OFFLINE=%s in its environment)" % hub["offline"], None
+    kind, detail = classify_hub(hub)
+    if kind == "skipped":
+        return "skip", "skipped: %s" % (hub.get("reason") or "not asked to contact the Hub"), None
+    if kind == "http":
+        status = detail
+        if 200 <= status < 400:
+            return "pass", "the node reached %s: HTTP %d" % (url, status), None
+        if status in (401, 403):
+            return "pass", ("the node reached %s: HTTP %d (no token is sent from here; access is the hf_access row)"
+                            % (url, status)), None
+        if status == 404:
+            return "warn", "the node reached %s but it answered HTTP 404" % url, HUB_FIXES["http_404"]
+        if status == 407:
+            return "fail", "the node's proxy answered HTTP 407 (proxy authentication required) for %s" % url, \
+                HUB_FIXES["http_407"]
+        if status == 429:
+            return "warn", "%s answered HTTP 429 (too many requests) to the node" % url, HUB_FIXES["http_429"]
+        if status >= 500:
+            return "fail", "%s answered HTTP %d to the node" % (url, status), HUB_FIXES["http_5xx"]
+        return "warn", "%s answered HTTP %d to the node" % (url, status), FIXES["hub_reach"]
+    words = {
+        "dns": "DNS failure", "refused": "connection refused", "no_route": "no route", "timeout": "timed out",
+        "closed": "connection closed", "tls_clock": "TLS error, certificate not yet valid (clock)",
+        "tls_expired": "TLS error, certificate expired", "tls_ca": "TLS error, untrusted issuer",
+        "tls_name": "TLS error, host name mismatch", "tls": "TLS error", "bad_url": "bad endpoint URL",
+        "other": "error",
+    }
+    return "fail", "the node cannot reach %s: %s: %s" % (url, words[kind], detail), HUB_FIXES[kind]
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU: the image run with --gpus all where the node has a GPU
+# ---------------------------------------------------------------------------------------------
+
+# (kind, pattern of docker's / the runtime's / nvidia-smi's output), first match wins.
+GPU_KINDS = (
+    ("docker", re.compile(r"permission denied while trying to connect to the docker|Cannot connect to the Docker daemon",
+                          re.I)),
+    ("no_image", re.compile(r"No such image|Unable to find image|pull access denied", re.I)),
+    ("toolkit", re.compile(r"could not select device driver|unknown or invalid runtime name: nvidia|"
+                           r"nvidia-container-runtime(-hook)?: (executable file )?not found|"
+                           r"nvidia-container-cli: (command )?not found", re.I)),
+    ("mismatch", re.compile(r"Driver/library version mismatch", re.I)),
+    ("driver", re.compile(r"driver not loaded|nvml error|libnvidia-ml\.so|couldn't communicate with the NVIDIA driver|"
+                          r"NVIDIA-SMI has failed|Failed to initialize NVML|no cuda-capable device", re.I)),
+    ("no_device", re.compile(r"No devices were found|unknown device|device error", re.I)),
+    ("no_smi", re.compile(r"\"?nvidia-smi\"?: executable file not found|nvidia-smi: (command )?not found", re.I)),
+)
+_GPU_LINE = re.compile(r"^GPU \d+: .*$", re.MULTILINE)
+
+GPU_FIXES = {
+    "toolkit": "Install the NVIDIA Container Toolkit and register it with Docker: sudo nvidia-ctk runtime configure "
+               "--runtime=docker && sudo systemctl restart docker (DGX OS ships it).",
+    "driver": "The host's NVIDIA driver is not usable: nvidia-smi on the host must work; reinstall the driver or "
+              "reboot.",
+    "mismatch": "The driver was upgraded without a reboot (driver/library version mismatch): reboot the node.",
+    "no_device": "nvidia-smi in the container sees no GPU: check nvidia-smi on the host and the toolkit's cgroup "
+                 "setting (no-cgroups in /etc/nvidia-container-runtime/config.toml).",
+    "no_smi": "The runtime did not put nvidia-smi into the container: NVIDIA_DRIVER_CAPABILITIES must include "
+              "utility (or all); check the toolkit's configuration.",
+    "docker": FIXES["docker_nosudo"],
+    "timeout": "docker run did not finish in time: look at the Docker daemon (journalctl -u docker) and nvidia-smi "
+               "on the host.",
+    "no_gpu_listed": "nvidia-smi -L listed no GPU: check nvidia-smi on the host.",
+}
+
+
+def classify_gpu_run(rc, stdout, stderr):
+    """``docker run --rm --gpus all IMAGE nvidia-smi -L`` -> (kind, detail).
+
+    kind: ``ok`` (detail: the GPU lines joined by ``; ``), ``no_gpu_listed``, ``timeout``, one of GPU_KINDS or
+    ``other`` (detail: the output on one line).
+    """
+    out = str(stdout or "")
+    if rc == 0:
+        gpus = _GPU_LINE.findall(out)
+        return ("ok", "; ".join(g.strip() for g in gpus)) if gpus else ("no_gpu_listed", one_line(out) or "no output")
+    if rc == TIMEOUT_RC:
+        return "timeout", one_line(stderr) or "rc=%d" % rc
+    text = "%s\n%s" % (stderr or "", out)
+    for kind, pattern in GPU_KINDS:
+        if pattern.search(text):
+            return kind, one_line(stderr) or one_line(out)
+    return "other", one_line(stderr) or one_line(out) or "rc=%s" % rc
+
+
+def check_gpu_run(node, probe, ctx):
+    gpu = probe.get("gpu")
+    if not isinstance(gpu, dict):
+        return "fail", "no gpu result from this node (%s)" % (_missing(probe, "gpu", "user") or "?"), None
+    image = ctx["image"]
+    if not gpu.get("present"):
+        return "skip", "skipped: no GPU on this node (no nvidia-smi on PATH, no /dev/nvidia*)", None
+    if not ctx["gpus"].get(node, True):
+        return "skip", "skipped: this inventory runs the container without GPUs (trtllm_container_gpus: false)", None
+    if not gpu.get("ran"):
+        return "skip", "skipped: %s is not on this node yet (preflight pulls nothing)" % image, None
+    kind, detail = classify_gpu_run(gpu.get("rc"), gpu.get("stdout"), gpu.get("stderr"))
+    if kind == "ok":
+        return "pass", "docker run --gpus all %s nvidia-smi -L: %s" % (image, detail), None
+    if kind == "no_image":
+        return "skip", "skipped: %s is not on this node: %s" % (image, detail), None
+    fix = GPU_FIXES.get(kind, FIXES["gpu_run"].replace("%(image)s", image))
+    return "fail", "docker run --gpus all %s nvidia-smi -L failed (%s): %s" % (image, kind, detail), fix
+
+
 CHECKS = {
     "docker_nosudo": check_docker_nosudo,
     "gpu_runtime": check_gpu_runtime,
+    "gpu_run": check_gpu_run,
     "ports_free": check_ports_free,
     "clock_sync": check_clock_sync,
     "hf_access": check_hf_access,
+    "hub_reach": check_hub_reach,
     "same_user": check_same_user,
     "same_port": check_same_port,
     "link_speed": check_link_speed,
     "fabric_ips": check_fabric_ips,
+    "ssh_nodes": check_ssh_nodes,
+    "ssh_containers": check_ssh_containers,
     "nccl_env": check_nccl_env,
     "same_image": check_same_image,
     "disk_space": check_disk_space,
@@ -532,6 +890,8 @@ def context(hosts, probes, fabric=None, hf_results=None, plan=None, settings=Non
         "ssh_port": settings.get("ssh_port"),
         "hf_cache_dir": settings.get("hf_cache_dir") or "",
         "gpus": dict(settings.get("gpus") or {}),
+        "download": dict(settings.get("download") or {}),
+        "host_key_dir": settings.get("host_key_dir") or "/etc/sparkops/trtllm-ssh",
         "usable_memory": int(settings.get("usable_memory_bytes", USABLE_MEMORY_BYTES)),
         "memory_reserve": int(settings.get("memory_reserve_bytes", MEMORY_RESERVE_BYTES)),
         "disk_reserve": int(settings.get("disk_reserve_bytes", DISK_RESERVE_BYTES)),
@@ -549,7 +909,8 @@ def build_checks(hosts, probes, fabric=None, hf_results=None, plan=None, setting
     entry was not reached: each of its checks fails saying so). fabric: host -> the nccl_interface_info result.
     hf_results: the hf_download check-mode loop results, in the plan's model order. plan: the registered
     specdec_plan result (``plan.models``, ``plan.port``, ``plan.tp_size``; ``deployment.image``,
-    ``deployment.topology``). settings: container, ssh_port, hf_cache_dir, gpus (host -> bool),
+    ``deployment.topology``). settings: container, ssh_port, hf_cache_dir, gpus (host -> bool), download
+    (host -> bool, specdec_server_download), host_key_dir (specdec_container_host_key_dir),
     usable_memory_bytes, memory_reserve_bytes, disk_reserve_bytes.
     """
     ctx = context(hosts, probes, fabric, hf_results, plan, settings)
@@ -560,8 +921,10 @@ def build_checks(hosts, probes, fabric=None, hf_results=None, plan=None, setting
                 status, message = "fail", "no facts from this node (unreachable, or its probe failed)"
                 entries.append(_entry(check_id, node, status, message, FIXES["unreached"]))
                 continue
-            status, message = CHECKS[check_id](node, ctx["probes"][node], ctx)
-            entries.append(_entry(check_id, node, status, message, _fix(check_id, ctx)))
+            verdict_ = CHECKS[check_id](node, ctx["probes"][node], ctx)
+            status, message = verdict_[0], verdict_[1]
+            fix = verdict_[2] if len(verdict_) > 2 and verdict_[2] else _fix(check_id, ctx)
+            entries.append(_entry(check_id, node, status, message, fix))
     return entries
 
 

@@ -12,14 +12,29 @@ short_description: Judge the tier-2 preflight checks of every node and write the
 version_added: 0.2.0
 description:
   - An action plugin, run on the controller with C(run_once); it contacts no host. C(playbooks/preflight.yml) gathers
-    raw facts on every node (one probe command, M(sparkops.specdec.nccl_interface_info), M(sparkops.specdec.hf_download)
-    in check mode) and this action decides every check, node by node.
-  - "Checks (in report order) are C(docker_nosudo), C(gpu_runtime), C(ports_free), C(clock_sync), C(hf_access),
-    C(same_user), C(same_port), C(link_speed), C(fabric_ips), C(nccl_env), C(same_image), C(disk_space),
-    C(memory_budget) and C(mem_available); C(same_port), C(link_speed), C(fabric_ips) and C(nccl_env) only with the
-    two_sparks topology."
+    raw facts on every node (M(sparkops.specdec.preflight_facts), M(sparkops.specdec.nccl_interface_info),
+    M(sparkops.specdec.hf_download) in check mode) and this action decides every check, node by node, and compares
+    the nodes.
+  - "Checks (in report order) are C(docker_nosudo), C(gpu_runtime), C(gpu_run), C(ports_free), C(clock_sync),
+    C(hf_access), C(hub_reach), C(same_user), C(same_port), C(link_speed), C(fabric_ips), C(ssh_nodes),
+    C(ssh_containers), C(nccl_env), C(same_image), C(disk_space), C(memory_budget) and C(mem_available); C(same_port),
+    C(link_speed), C(fabric_ips), C(ssh_nodes), C(ssh_containers) and C(nccl_env) only with the two_sparks topology."
+  - "C(ssh_nodes) (deploy user to every peer fabric address) and C(ssh_containers) (container to the peer container's
+    sshd on O(ssh_port)) fail naming the address and the kind: C(refused) (no sshd there: not running, other port or
+    other listen addresses), C(publickey) (key not authorised), C(host_key) (host key not pinned or changed),
+    C(timeout), C(no_route), C(dns), C(closed), C(no_client), C(other); the fix depends on the kind. They skip when
+    no peer address is known, or (containers) when the container is not running or Docker is not usable."
+  - "C(hub_reach): the node's own request to the Hub or mirror (C(specdec_server_hf_endpoint), else the node's
+    E(HF_ENDPOINT), else the public Hub). Fails on DNS failure, connection refused, no route, timeout, a closed
+    connection, TLS errors (certificate not yet valid: the clock; expired; untrusted issuer; name mismatch), HTTP 407
+    and 5xx; warns on HTTP 404 and 429; passes on 2xx/3xx and on 401/403 (no token is sent from the node: access is
+    C(hf_access)). Skipped when C(specdec_server_download) is false on the node or the node sets E(HF_HUB_OFFLINE)."
+  - "C(gpu_run): C(docker run --rm --gpus all IMAGE nvidia-smi -L) on nodes with a GPU and the image present. Fails
+    naming the kind: C(toolkit) (could not select device driver, unknown runtime nvidia), C(driver), C(mismatch)
+    (driver/library version mismatch), C(no_device), C(no_smi), C(docker), C(timeout), C(no_gpu_listed), C(other).
+    Skipped with the reason when the node has no GPU, C(trtllm_container_gpus) is false or the image is not there."
   - Each result is C(id), C(node), C(status) (V(pass), V(warn), V(fail) or V(skip)), C(message) and C(fix). A node
-    that was not reached (no probe result) fails every check, saying so.
+    that was not reached (no facts) fails every check, saying so.
   - Writes the results as a JSON list to O(report_path), readable by its owner only (mode 0600), also in check mode
     (the report is output on the controller, not a change to a node).
   - Never fails because a check failed; the playbook asserts RV(passed) with RV(msg).
@@ -34,12 +49,13 @@ options:
     required: true
   probes:
     description:
-      - Inventory name -> the node's registered probe (a loop result with one item per part, C(user) and C(root)).
-        Each line of a part's stdout is C(NAME<TAB>RC<TAB>base64 stdout<TAB>base64 stderr).
-      - "Commands read, by name: C(docker_ps) (docker ps), C(runtimes) (docker info), C(image) (docker image inspect),
+      - Inventory name -> the node's registered M(sparkops.specdec.preflight_facts) loop result (one item per part,
+        C(user) and C(root)), whose C(facts) are read. An older shell probe whose stdout has one line per command,
+        C(NAME<TAB>RC<TAB>base64 stdout<TAB>base64 stderr), is read too.
+      - "Facts read, by name: C(docker_ps) (docker ps), C(runtimes) (docker info), C(image) (docker image inspect),
         C(env) (docker container inspect), C(user) (id -un), C(clock) (timedatectl), C(meminfo), C(hostfile),
-        C(disk_free) (df), C(cache) (du of the HF cache) in the user part; C(ours) (docker top of the container) and
-        C(listen) (ss -Hltnp) in the root part."
+        C(disk_free), C(cache) (du of the HF cache), C(ssh_nodes), C(ssh_containers), C(hub), C(gpu) in the user
+        part; C(ours) (docker top of the container) and C(listen) (ss -Hltnp) in the root part."
     type: dict
     default: {}
   fabric:
@@ -59,6 +75,11 @@ options:
     type: int
   hf_cache_dir:
     description: The HF cache directory (C(specdec_hf_cache_dir)); empty means C(~/.cache/huggingface).
+    type: str
+  host_key_dir:
+    description:
+      - C(specdec_container_host_key_dir) (default C(/etc/sparkops/trtllm-ssh)), named in the fixes of
+        C(ssh_containers).
     type: str
   usable_memory_bytes:
     description: Unified memory usable per node (C(preflight_usable_memory_bytes)); default 119 GiB.
@@ -85,9 +106,11 @@ attributes:
     support: full
     description: Runs on the controller as an action plugin.
 notes:
-  - The per-node trtllm_container_gpus setting is read from each node's variables (default V(true), the role's).
+  - The per-node C(trtllm_container_gpus) and C(specdec_server_download) settings are read from each node's variables
+    (default V(true), the roles').
 seealso:
   - module: sparkops.specdec.specdec_plan
+  - module: sparkops.specdec.preflight_facts
   - module: sparkops.specdec.nccl_interface_info
 """
 
@@ -101,6 +124,7 @@ EXAMPLES = r"""
     container: "{{ specdec_container_name }}"
     ssh_port: "{{ specdec_container_ssh_port }}"
     hf_cache_dir: "{{ specdec_hf_cache_dir }}"
+    host_key_dir: "{{ specdec_container_host_key_dir }}"
     report_path: /tmp/preflight.json
   run_once: true
   register: preflight

@@ -53,9 +53,9 @@ def test_report_written_0600_over_an_older_0644_file(tmp_path):
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert result["report_path"] == str(path)
     assert json.loads(path.read_text()) == result["checks"]
-    assert len(result["checks"]) == 28 and result["passed"] is True and result["changed"] is False
-    assert result["failed_checks"] == [] and len(result["summary"]) == 28
-    assert result["msg"].startswith("Preflight passed (28 checks")
+    assert len(result["checks"]) == 36 and result["passed"] is True and result["changed"] is False
+    assert result["failed_checks"] == [] and len(result["summary"]) == 36
+    assert result["msg"].startswith("Preflight passed (36 checks")
     assert not [f for f in os.listdir(tmp_path) if f.startswith(".preflight-report.")]
 
 
@@ -136,3 +136,20 @@ def test_teardown_check_mode_and_confirm():
 def test_teardown_bad_arguments(over, text):
     with pytest.raises(AnsibleError, match=text):
         make(teardown_plan.ActionModule, teardown_args(**over)).run(task_vars=task_vars(("spark-1",)))
+
+
+def test_report_reads_download_per_node_and_names_the_host_key_dir(tmp_path):
+    probes = {h: tp.registered() for h in tp.HOSTS}
+    probes["spark-1"] = tp.registered(tp.user_part(ssh_containers=[tp.ssh_ok(rc=255, err="Permission denied (publickey).")]))
+    hostvars = {"spark-1": {"trtllm_container_gpus": False},
+                "spark-2": {"trtllm_container_gpus": False, "specdec_server_download": "false"}}
+    args = report_args(tmp_path, probes=probes, host_key_dir="/srv/keys")
+    result = make(preflight_report.ActionModule, args).run(task_vars=task_vars(hostvars=hostvars))
+    by_key = {(e["id"], e["node"]): e for e in result["checks"]}
+    assert by_key[("hub_reach", "spark-1")]["status"] == "pass"
+    assert by_key[("hub_reach", "spark-2")]["status"] == "skip"
+    assert by_key[("hub_reach", "spark-2")]["message"] == (
+        "skipped: specdec_server_download is false (the nodes download nothing)")
+    assert "/srv/keys/mesh/authorized_keys on the peer" in by_key[("ssh_containers", "spark-1")]["fix"]
+    assert result["passed"] is False
+    assert result["msg"].startswith("ssh_containers | spark-1 | ssh from this node's container")

@@ -74,8 +74,22 @@ def user_part(**over):
         "disk_free": (0, str(500 * GIB), ""),
         "cache": (0, "%d\t%s/hub/models--nvidia--Qwen3-235B-A22B-FP4\n%d\t%s/hub\n" % (40 * GIB, CACHE, 40 * GIB, CACHE), ""),
     }
-    cmds.update(over)
-    return {"item": "user", "rc": 0, "stdout": "\n".join(line(k, *v) for k, v in cmds.items())}
+    cmds.update({k: v for k, v in over.items() if isinstance(v, tuple)})
+    facts = {k: {"rc": v[0], "stdout": v[1].rstrip("\n"), "stderr": v[2].rstrip("\n")} for k, v in cmds.items()}
+    facts.update(ssh_nodes=[ssh_ok()], ssh_containers=[ssh_ok()], hub=dict(HUB_OK), gpu=dict(GPU_NONE))
+    facts.update({k: v for k, v in over.items() if not isinstance(v, tuple)})
+    # What sparkops.specdec.preflight_facts returns for the user part.
+    return {"item": "user", "changed": False, "facts": facts}
+
+
+def ssh_ok(address="192.168.100.11", host="peer", rc=0, err=""):
+    return {"host": host, "address": address, "rc": rc, "stdout": "", "stderr": err}
+
+
+HUB_URL = "http://192.168.250.5:8080/api/models/nvidia/Qwen3-235B-A22B-FP4/revision/main"
+HUB_OK = {"url": HUB_URL, "status": 200, "error": None, "offline": "", "skipped": False, "reason": "", "seconds": 0.01}
+GPU_NONE = {"present": False, "evidence": "", "ran": False, "rc": None, "stdout": "", "stderr": "",
+            "reason": "no GPU on this node"}
 
 
 def root_part(**over):
@@ -86,7 +100,8 @@ def root_part(**over):
                       'LISTEN 0 128 0.0.0.0:22 0.0.0.0:* users:(("sshd",pid=12,fd=3))\n', ""),
     }
     cmds.update(over)
-    return {"item": "root", "rc": 0, "stdout": "\n".join(line(k, *v) for k, v in cmds.items())}
+    return {"item": "root", "changed": False,
+            "facts": {k: {"rc": v[0], "stdout": v[1].rstrip("\n"), "stderr": v[2].rstrip("\n")} for k, v in cmds.items()}}
 
 
 def registered(user=None, root=None):
@@ -115,17 +130,19 @@ def run(probes=None, fabrics=None, hf=None, plan=None, settings=None, hosts=None
 def test_clean_two_nodes_every_check_once_per_node_in_order():
     by_key, entries = run()
     assert [e["id"] for e in entries] == list(_preflight.CHECK_IDS) * 2
-    assert [e["node"] for e in entries] == ["spark-1"] * 14 + ["spark-2"] * 14
+    assert [e["node"] for e in entries] == ["spark-1"] * 18 + ["spark-2"] * 18
     statuses = {k: v["status"] for k, v in by_key.items() if k[1] == "spark-1"}
     assert statuses == {
-        ("docker_nosudo", "spark-1"): "pass", ("gpu_runtime", "spark-1"): "skip", ("ports_free", "spark-1"): "pass",
-        ("clock_sync", "spark-1"): "skip", ("hf_access", "spark-1"): "pass", ("same_user", "spark-1"): "pass",
-        ("same_port", "spark-1"): "pass", ("link_speed", "spark-1"): "pass", ("fabric_ips", "spark-1"): "pass",
+        ("docker_nosudo", "spark-1"): "pass", ("gpu_runtime", "spark-1"): "skip", ("gpu_run", "spark-1"): "skip",
+        ("ports_free", "spark-1"): "pass", ("clock_sync", "spark-1"): "skip", ("hf_access", "spark-1"): "pass",
+        ("hub_reach", "spark-1"): "pass", ("same_user", "spark-1"): "pass", ("same_port", "spark-1"): "pass",
+        ("link_speed", "spark-1"): "pass", ("fabric_ips", "spark-1"): "pass", ("ssh_nodes", "spark-1"): "pass",
+        ("ssh_containers", "spark-1"): "pass",
         ("nccl_env", "spark-1"): "pass", ("same_image", "spark-1"): "pass", ("disk_space", "spark-1"): "pass",
         ("memory_budget", "spark-1"): "pass", ("mem_available", "spark-1"): "pass"}
     assert all(set(e) == {"id", "node", "status", "message", "fix"} and e["fix"] for e in entries)
     assert _preflight.verdict(entries) == (
-        True, "Preflight passed (28 checks; warnings and skips are in the summary and the report).")
+        True, "Preflight passed (36 checks; warnings and skips are in the summary and the report).")
 
 
 def test_clean_messages():
@@ -354,7 +371,7 @@ def test_unreached_node_fails_every_check():
     probes = {"spark-1": registered()}
     by_key, entries = run(probes=probes)
     spark2 = [e for e in entries if e["node"] == "spark-2"]
-    assert len(spark2) == 14 and all(e["status"] == "fail" and "no facts from this node" in e["message"] for e in spark2)
+    assert len(spark2) == 18 and all(e["status"] == "fail" and "no facts from this node" in e["message"] for e in spark2)
     assert by_key[("same_user", "spark-1")]["status"] == "pass"
 
 
@@ -428,3 +445,289 @@ def test_hostfile_env_and_runtimes_parsers():
     assert not _preflight.has_nvidia_runtime(DOCKER_INFO) and not _preflight.has_nvidia_runtime("")
     assert _preflight.mem_available_bytes("MemAvailable:   10 kB") == 10240
     assert _preflight.mem_available_bytes("") is None
+
+
+# ---------------------------------------------------------------------------------------------
+# The rows the troubleshooting tables imply: SSH between nodes and containers, the node's own reach to the
+# Hub, the GPU run. Each verdict of the classification, with the fix it names.
+# ---------------------------------------------------------------------------------------------
+
+SSH_STDERR = [
+    ("ok", 0, ""),
+    ("refused", 255, "ssh: connect to host 192.168.100.11 port 2233: Connection refused"),
+    ("publickey", 255, "root@192.168.100.11: Permission denied (publickey)."),
+    ("publickey", 255, "spark@192.168.100.11: Permission denied (publickey,password)."),
+    ("host_key", 255, "No ED25519 host key is known for [192.168.100.11]:2233 and you have requested strict checking.\n"
+                      "Host key verification failed."),
+    ("host_key", 255, "@@@@@@@\n@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\n"
+                      "Host key verification failed."),
+    ("timeout", 255, "ssh: connect to host 192.168.100.11 port 22: Connection timed out"),
+    ("timeout", 124, ""),
+    ("no_route", 255, "ssh: connect to host 192.168.100.11 port 22: No route to host"),
+    ("no_route", 255, "ssh: connect to host 192.168.100.11 port 22: Network is unreachable"),
+    ("dns", 255, "ssh: Could not resolve hostname spark-2: Name or service not known"),
+    ("closed", 255, "kex_exchange_identification: read: Connection reset by peer"),
+    ("closed", 255, "Connection closed by 192.168.100.11 port 2233"),
+    ("no_container", 1, "Error response from daemon: container 3f2a is not running"),
+    ("no_container", 1, "Error response from daemon: No such container: trtllm-multinode"),
+    ("docker", 1, "permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock"),
+    ("no_client", 127, "OCI runtime exec failed: exec failed: unable to start container process: exec: \"ssh\": "
+                       "executable file not found in $PATH: unknown"),
+    ("other", 1, "something else"),
+]
+
+
+@pytest.mark.parametrize("kind,rc,err", SSH_STDERR, ids=["%s-%d" % (c[0], i) for i, c in enumerate(SSH_STDERR)])
+def test_classify_ssh(kind, rc, err):
+    assert _preflight.classify_ssh(rc, err) == kind
+
+
+def _ssh_run(node, check_id, results):
+    probes = {h: registered() for h in HOSTS}
+    probes[node] = registered(user_part(**{check_id: results}))
+    by_key, entries = run(probes=probes)
+    return by_key, entries
+
+
+@pytest.mark.parametrize("check_id", ["ssh_nodes", "ssh_containers"])
+def test_ssh_pass_names_the_addresses(check_id):
+    by_key, dummy = _ssh_run("spark-1", check_id, [ssh_ok("192.168.100.11", "spark-2"), ssh_ok("192.168.101.11", "spark-2")])
+    got = by_key[(check_id, "spark-1")]
+    assert got["status"] == "pass"
+    assert got["message"].endswith("works to 192.168.100.11 (spark-2), 192.168.101.11 (spark-2)")
+    assert got["fix"] == _preflight.FIXES[check_id]
+
+
+# (check, stderr, rc, substrings of the message, substrings of the fix)
+SSH_FAULTS = [
+    ("ssh_containers", "root@192.168.100.11: Permission denied (publickey).", 255,
+     ["ssh from this node's container to the peer container's sshd failed", "192.168.100.11 (spark-2): publickey"],
+     ["/etc/sparkops/trtllm-ssh/mesh/authorized_keys on the peer", "from=", "re-run two_sparks.yml"]),
+    ("ssh_containers", "ssh: connect to host 192.168.100.11 port 2233: Connection refused", 255,
+     ["refused", "Connection refused"], ["does not listen on that address and port 2233", "docker logs trtllm-multinode",
+                                         "ports_free"]),
+    ("ssh_containers", "Host key verification failed.", 255, ["host_key"],
+     ["/etc/sparkops/trtllm-ssh/mesh/known_hosts"]),
+    ("ssh_nodes", "spark@192.168.100.11: Permission denied (publickey).", 255,
+     ["ssh as the deploy user to the peer's sshd failed", "publickey"],
+     ["~/.ssh/id_ed25519_sparkops.pub", "authorized_keys", "StrictModes"]),
+    ("ssh_nodes", "ssh: connect to host 192.168.100.11 port 22: Connection refused", 255, ["refused"],
+     ["systemctl enable --now ssh", "ListenAddress"]),
+    ("ssh_nodes", "Host key verification failed.", 255, ["host_key"], ["ssh-keygen -R", "known_hosts_sparkops"]),
+    ("ssh_nodes", "", 124, ["timeout"], ["ibdev2netdev", "firewall"]),
+    ("ssh_nodes", "ssh: connect to host 192.168.100.11 port 22: No route to host", 255, ["no_route"], ["fabric_ips"]),
+]
+
+
+@pytest.mark.parametrize("check_id,err,rc,texts,fix_texts", SSH_FAULTS, ids=["%s-%d" % (c[0], i) for i, c in enumerate(SSH_FAULTS)])
+def test_ssh_faults(check_id, err, rc, texts, fix_texts):
+    by_key, entries = _ssh_run("spark-1", check_id, [ssh_ok("192.168.100.11", "spark-2", rc=rc, err=err)])
+    got = by_key[(check_id, "spark-1")]
+    assert got["status"] == "fail", got
+    for text in texts:
+        assert text in got["message"], (text, got)
+    for text in fix_texts:
+        assert text in got["fix"], (text, got)
+    assert by_key[(check_id, "spark-2")]["status"] == "pass"
+    assert _preflight.verdict(entries)[0] is False
+
+
+def test_ssh_several_kinds_name_each_fix_once():
+    results = [ssh_ok("192.168.100.11", "spark-2", 255, "Permission denied (publickey)."),
+               ssh_ok("192.168.101.11", "spark-2", 255, "Permission denied (publickey)."),
+               ssh_ok("192.168.101.12", "spark-3", 255, "Connection refused")]
+    by_key, dummy = _ssh_run("spark-1", "ssh_containers", results)
+    got = by_key[("ssh_containers", "spark-1")]
+    assert got["fix"].count("re-run two_sparks.yml (ssh_mesh rewrites it)") == 1
+    assert "does not listen on that address" in got["fix"]
+    assert got["message"].count(": publickey: ") == 2
+
+
+@pytest.mark.parametrize("err", ["Error response from daemon: container 3f2a is not running",
+                                 "permission denied while trying to connect to the Docker daemon socket"])
+def test_ssh_containers_skip_when_the_container_cannot_run_ssh(err):
+    by_key, dummy = _ssh_run("spark-2", "ssh_containers", [ssh_ok(rc=1, err=err)])
+    got = by_key[("ssh_containers", "spark-2")]
+    assert got["status"] == "skip"
+    assert got["message"].startswith("skipped: cannot run ssh in container trtllm-multinode")
+    assert err in got["message"]
+
+
+def test_ssh_without_peer_addresses_skips_and_missing_fact_fails():
+    by_key, dummy = _ssh_run("spark-1", "ssh_nodes", [])
+    assert by_key[("ssh_nodes", "spark-1")]["status"] == "skip"
+    assert "no fabric address of a peer is known" in by_key[("ssh_nodes", "spark-1")]["message"]
+    probes = {h: registered() for h in HOSTS}
+    probes["spark-1"]["results"][0]["facts"].pop("ssh_containers")
+    by_key, dummy = run(probes=probes)
+    assert by_key[("ssh_containers", "spark-1")]["status"] == "fail"
+
+
+def test_ssh_targets_are_the_peers_up_addresses():
+    fabrics = {"spark-1": fabric(ips=("192.168.100.10/24",)), "spark-2": fabric(ips=("192.168.100.11/24",)),
+               "spark-3": {"skipped": True}, "spark-4": fabric(failed=True)}
+    assert _preflight.ssh_targets("spark-1", ["spark-1", "spark-2", "spark-3", "spark-4"], fabrics) == [
+        {"host": "spark-2", "address": "192.168.100.11"}, {"host": "spark-2", "address": "192.168.101.11"}]
+    moved = fabric(port=0, ips=("192.168.100.11/24",))
+    moved["interfaces"] = [dict(i, ipv4=[]) for i in moved["interfaces"]]
+    assert _preflight.ssh_targets("spark-1", ["spark-1", "spark-2"], {"spark-2": moved}) == []
+
+
+def _err(etype, text, errno_=None, verify=None):
+    return {"url": HUB_URL, "status": None, "error": {"type": etype, "errno": errno_, "text": text, "verify_message": verify},
+            "offline": "", "skipped": False}
+
+
+HUB_CASES = [
+    (_err("gaierror", "[Errno -2] Name or service not known", -2), "dns"),
+    (_err("gaierror", "[Errno -3] Temporary failure in name resolution", -3), "dns"),
+    (_err("ConnectionRefusedError", "[Errno 111] Connection refused", 111), "refused"),
+    (_err("OSError", "[Errno 113] No route to host", 113), "no_route"),
+    (_err("OSError", "[Errno 101] Network is unreachable", 101), "no_route"),
+    (_err("TimeoutError", "timed out"), "timeout"),
+    (_err("TimeoutError", "_ssl.c:990: The handshake operation timed out"), "timeout"),
+    (_err("ConnectionResetError", "[Errno 104] Connection reset by peer", 104), "closed"),
+    (_err("SSLCertVerificationError", "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: certificate is not "
+          "yet valid (_ssl.c:1006)", 1, "certificate is not yet valid"), "tls_clock"),
+    (_err("SSLCertVerificationError", "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: certificate has "
+          "expired (_ssl.c:1006)", 1, "certificate has expired"), "tls_expired"),
+    (_err("SSLCertVerificationError", "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed "
+          "certificate in certificate chain (_ssl.c:1006)", 1), "tls_ca"),
+    (_err("SSLCertVerificationError", "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: unable to get local "
+          "issuer certificate (_ssl.c:1006)", 1), "tls_ca"),
+    (_err("SSLCertVerificationError", "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: Hostname mismatch, "
+          "certificate is not valid for 'hub.example'. (_ssl.c:1006)", 1), "tls_name"),
+    (_err("SSLError", "[SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1006)", 1), "tls"),
+    (_err("bad_url", "not an http(s) URL: ftp://x/api"), "bad_url"),
+    (_err("RemoteDisconnected", "Remote end closed connection without response"), "closed"),
+    (_err("ValueError", "something odd"), "other"),
+]
+
+
+@pytest.mark.parametrize("hub,kind", HUB_CASES, ids=["%s-%d" % (c[1], i) for i, c in enumerate(HUB_CASES)])
+def test_classify_hub(hub, kind):
+    assert _preflight.classify_hub(hub)[0] == kind
+
+
+def _hub_run(hub, settings=None, node="spark-2"):
+    probes = {h: registered() for h in HOSTS}
+    probes[node] = registered(user_part(hub=hub))
+    by_key, entries = run(probes=probes, settings=settings)
+    return by_key[("hub_reach", node)], by_key
+
+
+@pytest.mark.parametrize("hub,texts,fix_texts", [
+    (_err("ConnectionRefusedError", "[Errno 111] Connection refused", 111),
+     ["the node cannot reach %s: connection refused: [Errno 111] Connection refused" % HUB_URL],
+     ["specdec_server_hf_endpoint", "https_proxy"]),
+    (_err("gaierror", "[Errno -2] Name or service not known", -2), ["DNS failure"], ["/etc/resolv.conf"]),
+    (_err("SSLCertVerificationError", "certificate verify failed: certificate is not yet valid", 1,
+          "certificate is not yet valid"), ["certificate not yet valid (clock)"], ["sudo timedatectl set-ntp true"]),
+    (_err("SSLCertVerificationError", "certificate verify failed: self-signed certificate in certificate chain", 1),
+     ["untrusted issuer"], ["update-ca-certificates"]),
+    (_err("OSError", "[Errno 113] No route to host", 113), ["no route"], ["https_proxy"]),
+    (_err("TimeoutError", "timed out"), ["timed out"], ["firewall"]),
+    (dict(HUB_OK, status=503), ["answered HTTP 503 to the node"], ["server error"]),
+    (dict(HUB_OK, status=407), ["HTTP 407 (proxy authentication required)"], ["https_proxy"]),
+])
+def test_hub_reach_failures(hub, texts, fix_texts):
+    got, by_key = _hub_run(hub)
+    assert got["status"] == "fail", got
+    for text in texts:
+        assert text in got["message"], (text, got)
+    for text in fix_texts:
+        assert text in got["fix"], (text, got)
+    assert by_key[("hub_reach", "spark-1")]["status"] == "pass"
+
+
+@pytest.mark.parametrize("hub,settings,status,text", [
+    (HUB_OK, None, "pass", "the node reached %s: HTTP 200" % HUB_URL),
+    (dict(HUB_OK, status=401), None, "pass", "HTTP 401 (no token is sent from here; access is the hf_access row)"),
+    (dict(HUB_OK, status=404), None, "warn", "answered HTTP 404"),
+    (dict(HUB_OK, status=429), None, "warn", "HTTP 429 (too many requests)"),
+    (dict(HUB_OK, status=None, offline="1", skipped=True), None, "skip",
+     "skipped: the node runs offline (HF_HUB_OFFLINE=1 in its environment)"),
+    (dict(HUB_OK, status=None, skipped=True, reason="no model in the plan"), None, "skip", "skipped: no model in the plan"),
+    (HUB_OK, {"download": {"spark-2": False}}, "skip",
+     "skipped: specdec_server_download is false (the nodes download nothing)"),
+])
+def test_hub_reach_pass_warn_skip(hub, settings, status, text):
+    got, dummy = _hub_run(hub, settings)
+    assert got["status"] == status and text in got["message"], got
+
+
+GPU_OUT = "GPU 0: NVIDIA GB10 (UUID: GPU-5c1c8f0e-2b47-4a0b-9d3c-0e6c2a7d8f11)"
+GPU_CASES = [
+    (0, "== TensorRT-LLM ==\n" + GPU_OUT + "\n", "", "ok"),
+    (0, "", "", "no_gpu_listed"),
+    (125, "", "docker: Error response from daemon: could not select device driver \"\" with capabilities: [[gpu]].",
+     "toolkit"),
+    (125, "", "docker: Error response from daemon: unknown or invalid runtime name: nvidia.", "toolkit"),
+    (125, "", "docker: Error response from daemon: failed to create task for container: failed to create shim task: OCI "
+              "runtime create failed: runc create failed: unable to start container process: error during container "
+              "init: error running hook #0: error running hook: exit status 1, stdout: , stderr: Auto-detected mode as "
+              "'legacy'\nnvidia-container-cli: initialization error: nvml error: driver not loaded: unknown.", "driver"),
+    (125, "", "nvidia-container-cli: initialization error: load library failed: libnvidia-ml.so.1: cannot open shared "
+              "object file: no such file or directory: unknown.", "driver"),
+    (18, "Failed to initialize NVML: Driver/library version mismatch\nNVML library version: 580.95", "", "mismatch"),
+    (6, "No devices were found", "", "no_device"),
+    (127, "", "docker: Error response from daemon: failed to create task for container: OCI runtime create failed: "
+              "exec: \"nvidia-smi\": executable file not found in $PATH: unknown.", "no_smi"),
+    (124, "", "", "timeout"),
+    (1, "", "permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock",
+     "docker"),
+    (125, "", "docker: Error response from daemon: No such image: nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12.",
+     "no_image"),
+    (125, "", "docker: Error response from daemon: something new.", "other"),
+]
+
+
+@pytest.mark.parametrize("rc,out,err,kind", GPU_CASES, ids=["%s-%d" % (c[3], i) for i, c in enumerate(GPU_CASES)])
+def test_classify_gpu_run(rc, out, err, kind):
+    got_kind, detail = _preflight.classify_gpu_run(rc, out, err)
+    assert got_kind == kind
+    if kind == "ok":
+        assert detail == GPU_OUT
+
+
+def _gpu_run(gpu, settings=None):
+    probes = {h: registered() for h in HOSTS}
+    probes["spark-1"] = registered(user_part(gpu=gpu))
+    by_key, entries = run(probes=probes, settings=dict({"gpus": {"spark-1": True, "spark-2": True}}, **(settings or {})))
+    return by_key[("gpu_run", "spark-1")]
+
+
+GPU_RAN = {"present": True, "evidence": "/usr/bin/nvidia-smi", "ran": True, "reason": ""}
+
+
+def test_gpu_run_pass_and_skips():
+    got = _gpu_run(dict(GPU_RAN, rc=0, stdout=GPU_OUT, stderr=""))
+    assert got["status"] == "pass" and got["message"] == "docker run --gpus all %s nvidia-smi -L: %s" % (IMAGE, GPU_OUT)
+    got = _gpu_run(dict(GPU_NONE))
+    assert got["status"] == "skip" and got["message"] == "skipped: no GPU on this node (no nvidia-smi on PATH, no /dev/nvidia*)"
+    got = _gpu_run(dict(GPU_RAN, ran=False, rc=None, stdout="", stderr=""), {"gpus": {"spark-1": False}})
+    assert got["status"] == "skip" and "trtllm_container_gpus: false" in got["message"]
+    got = _gpu_run(dict(GPU_RAN, ran=False, rc=None, stdout="", stderr="", reason="the image is not on this node"))
+    assert got["status"] == "skip" and got["message"] == "skipped: %s is not on this node yet (preflight pulls nothing)" % IMAGE
+
+
+@pytest.mark.parametrize("rc,out,err,kind", [c for c in GPU_CASES if c[3] not in ("ok", "no_image")],
+                         ids=[c[3] for c in GPU_CASES if c[3] not in ("ok", "no_image")])
+def test_gpu_run_failures_name_kind_and_fix(rc, out, err, kind):
+    got = _gpu_run(dict(GPU_RAN, rc=rc, stdout=out, stderr=err))
+    assert got["status"] == "fail"
+    assert got["message"].startswith("docker run --gpus all %s nvidia-smi -L failed (%s): " % (IMAGE, kind))
+    expected = _preflight.GPU_FIXES.get(kind) or _preflight.FIXES["gpu_run"].replace("%(image)s", IMAGE)
+    assert got["fix"] == expected
+    if kind == "toolkit":
+        assert "nvidia-ctk runtime configure --runtime=docker" in got["fix"]
+
+
+def test_lab_clean_run_new_rows():
+    """What the lab shows without a fault: SSH both ways, the hub reached, no GPU."""
+    by_key, dummy = run()
+    for host in HOSTS:
+        assert by_key[("gpu_run", host)]["status"] == "skip"
+        assert by_key[("hub_reach", host)]["status"] == "pass"
+        assert by_key[("ssh_nodes", host)]["status"] == "pass"
+        assert by_key[("ssh_containers", host)]["status"] == "pass"
