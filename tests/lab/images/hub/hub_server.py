@@ -30,10 +30,14 @@ utils/_http.py:hf_raise_for_status):
 * ``GET /healthz``.
 
 One line per request is logged to stderr: client, method, path, status, bytes and the token's
-*name* (never the token). Usage::
+*name* (never the token). With ``--access-log FILE`` the same request is also appended to FILE as one JSON
+object per line (``time`` UTC with milliseconds, ``client``, ``method``, ``path``, ``status``, ``bytes`` of
+body sent, ``user`` = the token's name, ``range`` = the Range header or null), which tests read to prove
+what was downloaded (file bodies are ``GET .../resolve/...``). In the lab container it is
+``/var/log/sparkops-lab-hub/access.jsonl`` (``docker exec sparklab-hf-hub cat ...``). Usage::
 
     python3 hub_server.py --port 8080 [--host 0.0.0.0] --repos repos.json --tokens tokens.json [--data-dir DIR]
-        [--files-dir DIR]
+        [--files-dir DIR] [--access-log FILE]
 
 Tokens file: ``{"<token>": {"name": "alice", "gated_access": ["org/repo", ...]}}``.
 ``--port 0`` picks a free port; the first stdout line is ``READY http://<host>:<port>``.
@@ -614,6 +618,10 @@ class HubHandler(BaseHTTPRequestHandler):
                urlsplit(self.path).path, status, nbytes, who)
         )
         sys.stderr.flush()
+        access_log = getattr(self.server, "access_log", None)
+        if access_log is not None:
+            access_log.write({"client": self.client_address[0], "method": self.command, "path": urlsplit(self.path).path,
+                              "status": status, "bytes": nbytes, "user": who, "range": self.headers.get("Range")})
 
     # ---- responses
     def _send(self, status, body=b"", headers=None, content_type="application/json"):
@@ -801,25 +809,57 @@ class HubHandler(BaseHTTPRequestHandler):
         sent = 0
         if self.command != "HEAD":
             began = time.time()
-            for chunk in f.read(start, end):
-                self.wfile.write(chunk)
-                sent += len(chunk)
-                if repo.rate:
-                    ahead = sent / float(repo.rate) - (time.time() - began)
-                    if ahead > 0:
-                        time.sleep(ahead)
+            try:
+                for chunk in f.read(start, end):
+                    self.wfile.write(chunk)
+                    sent += len(chunk)
+                    if repo.rate:
+                        ahead = sent / float(repo.rate) - (time.time() - began)
+                        if ahead > 0:
+                            time.sleep(ahead)
+            except (BrokenPipeError, ConnectionResetError):
+                # The client went away (killed download): log what was sent, fewer bytes than Content-Length.
+                self._log(status, sent)
+                raise
         self._log(status, sent)
         return None
+
+
+class AccessLog(object):
+    """JSON lines, one per request, appended and flushed at once (tests read the file while the hub runs)."""
+
+    def __init__(self, path):
+        parent = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(parent):
+            os.makedirs(parent)
+        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - open for the server's lifetime
+        self._lock = threading.Lock()
+
+    def write(self, entry):
+        now = time.time()
+        record = {"time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + ".%03dZ" % int(now % 1 * 1000)}
+        record.update(entry)
+        line = json.dumps(record, sort_keys=True) + "\n"
+        with self._lock:
+            self._file.write(line)
+            self._file.flush()
+
+    def close(self):
+        with self._lock:
+            self._file.close()
 
 
 class HubServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    access_log = None
 
 
-def make_server(host, port, state):
+def make_server(host, port, state, access_log=None):
     handler = type("BoundHubHandler", (HubHandler,), {"state": state})
-    return HubServer((host, port), handler)
+    server = HubServer((host, port), handler)
+    server.access_log = AccessLog(access_log) if access_log else None
+    return server
 
 
 def _on_sigterm(signum, frame):
@@ -835,13 +875,16 @@ def main(argv=None):
     parser.add_argument("--data-dir", default=None, help="write generated files here and serve them from disk")
     parser.add_argument("--files-dir", default=None,
                         help="directory holding the real files of repos.json (\"files\": [{\"path\": ...}])")
+    parser.add_argument("--access-log", default=None,
+                        help="append one JSON object per request to this file (time, client, method, path, status, "
+                             "bytes, user, range)")
     args = parser.parse_args(argv)
 
     # As PID 1 in a container SIGTERM has no default action: exit cleanly on it.
     signal.signal(signal.SIGTERM, _on_sigterm)
     started = time.time()
     state = HubState(args.repos, args.tokens, args.data_dir, args.files_dir)
-    server = make_server(args.host, args.port, state)
+    server = make_server(args.host, args.port, state, args.access_log)
     host, port = server.server_address[:2]
     n_files = sum(len(r.files) for r in state.repos.values())
     sys.stderr.write("hub_server: %d repos, %d files generated in %.2fs, %d tokens; listening on %s:%d\n"
@@ -855,6 +898,8 @@ def main(argv=None):
         pass
     finally:
         server.server_close()
+        if server.access_log is not None:
+            server.access_log.close()
     return 0
 
 
