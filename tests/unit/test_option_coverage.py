@@ -14,7 +14,7 @@ import os
 
 import pytest
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _settings
+from ansible_collections.sparkops.specdec.plugins.module_utils import _plan, _settings
 from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils.test_settings import NEGATIVE_CASES
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
@@ -27,6 +27,8 @@ EXEMPT = {
     # Free text sent as the smoke test's chat message: every string is a valid prompt (and its
     # type check is the generic str one, covered by the other str options' cases).
     'specdec_server_smoke_prompt',
+    # Free text written at the top of the benchmark report: every string is a valid note.
+    'specdec_benchmark_note',
 }
 
 
@@ -74,13 +76,49 @@ def _plain(value):
     return not (isinstance(value, str) and ('{{' in value or '{%' in value))
 
 
-@pytest.mark.parametrize('name', sorted(OPTIONS))
+WITH_DEFAULT = sorted(name for name, spec in OPTIONS.items() if 'default' in spec and _plain(spec['default']))
+WITHOUT_DEFAULT = sorted(set(OPTIONS) - set(WITH_DEFAULT))
+# Options without a default that no preset fills either: absent means "not set" (see their argument specs).
+UNSET_BY_DEFAULT = {
+    'specdec_head_host',  # derived from the inventory groups (specdec_common)
+    'specdec_server_hf_token',  # a secret: the user's, never defaulted
+    'specdec_server_target_file',  # llamacpp presets set it per model; trtllm serves the whole repo
+    'specdec_server_draft_file',  # same
+    'specdec_server_threads',  # null: llama.cpp's own thread count (about the CPU cores)
+    'specdec_benchmark_restart_seconds',  # null: an engine-specific estimate (60 s llama.cpp, 900 s TensorRT-LLM)
+}
+
+
+def _preset_values():
+    """(preset, option, value) for every non-null value a preset gives an option without a default."""
+    out = []
+    for preset_name, preset in sorted(_plan.PRESETS.items()):
+        for name in WITHOUT_DEFAULT:
+            field = name[len('specdec_server_'):] if name.startswith('specdec_server_') else None
+            if field and preset.get(field) is not None:
+                out.append((preset_name, name, preset[field]))
+    return out
+
+
+@pytest.mark.parametrize('name', WITH_DEFAULT)
 def test_spec_default_passes(name):
     """The default of every option passes its own type, choices and bounds (and does not crash)."""
-    spec = OPTIONS[name]
-    if 'default' not in spec or not _plain(spec['default']):
-        pytest.skip('no plain default')
-    assert _settings.check_settings({name: spec['default']}, SPECS) == []
+    assert _settings.check_settings({name: OPTIONS[name]['default']}, SPECS) == []
+
+
+@pytest.mark.parametrize('preset,name,value', _preset_values())
+def test_preset_value_passes(preset, name, value):
+    """An option without a default takes the preset's value: that value passes the option's own checks."""
+    assert _settings.check_settings({name: value}, SPECS) == [], '%s of preset %s' % (name, preset)
+
+
+def test_every_option_without_default_is_filled_or_reasoned():
+    """Each option without a plain default is either filled by some preset or listed in UNSET_BY_DEFAULT."""
+    filled = {name for _preset, name, _value in _preset_values()}
+    missing = sorted(set(WITHOUT_DEFAULT) - filled - UNSET_BY_DEFAULT)
+    assert not missing, 'options without a default, a preset value or a reason in UNSET_BY_DEFAULT: %s' % ', '.join(missing)
+    stale = sorted(UNSET_BY_DEFAULT - set(WITHOUT_DEFAULT))
+    assert not stale, 'UNSET_BY_DEFAULT names options that now have a default or no longer exist: %s' % ', '.join(stale)
 
 
 def test_all_defaults_together_pass():

