@@ -87,8 +87,9 @@ def clean_env(**extra):
 
 
 def mpi_env(**extra):
+    # Open MPI's TCP transport on loopback only (the ranks of one node use shared memory anyway).
     return clean_env(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-                     OMPI_MCA_btl_vader_single_copy_mechanism="none", **extra)
+                     OMPI_MCA_btl_vader_single_copy_mechanism="none", OMPI_MCA_btl_tcp_if_include="lo", **extra)
 
 
 def run_serve(args, timeout=60, env=None):
