@@ -14,8 +14,8 @@ description:
   - Read-only fact gathering of C(playbooks/preflight.yml), run on every node. It only reads and returns raw outputs;
     M(sparkops.specdec.preflight_report) (module_utils C(_preflight.py)) judges them on the controller, compares the
     nodes and writes the report.
-  - Every command's result is returned as RV(facts.NAME) with C(rc), C(stdout) and C(stderr). A command missing on the
-    node is reported with rc V(127) and C(NAME: command not found), never as a module failure.
+  - "Every command's result is returned as RV(facts.NAME) with C(rc), C(stdout) and C(stderr). A command missing on the
+    node is reported with rc V(127) and C(NAME: command not found), never as a module failure."
   - "O(part=user) (as the deploy user): C(docker_ps) (docker ps), C(runtimes) (docker info), C(image) (docker image
     inspect of O(image)), C(env) (docker container inspect of O(container)), C(user) (id -un), C(clock) (timedatectl
     NTPSynchronized), C(meminfo) (/proc/meminfo), C(hostfile) (O(state_dir)/openmpi-hostfile), C(disk_free) (bytes
