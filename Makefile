@@ -13,7 +13,7 @@ export PYTHONPATH := $(COLL)
 PLAYBOOK := $(BIN)/ansible-playbook
 LAB_INV := inventories/lab/hosts.yml
 
-.PHONY: help deps venv link host-deps lab-up lab-down demo test changelog-lint lint sanity units molecule bench bench-converge preflight clean
+.PHONY: help deps venv link host-deps lab-up lab-down demo test changelog-lint lint sanity units molecule bench bench-converge bench-tune bench-sweep preflight clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -52,6 +52,15 @@ bench: deps  ## hf_download throughput vs `hf download`, and no-op time (local h
 
 bench-converge: lab-up  ## warm no-op time of two_sparks.yml on a converged lab (make demo first): median, spread, tasks per node (RUNS=5)
 	$(BIN)/python tests/bench/converge_bench.py $(if $(RUNS),--runs $(RUNS))
+
+BENCH_LAB := -i $(LAB_INV) playbooks/benchmark.yml -e @inventories/lab/llamacpp.yml -e @inventories/lab/benchmark-lab.yml \
+	-e specdec_benchmark_allow_restart=true -e trtllm_container_allow_recreate=true
+
+bench-tune: lab-up  ## real llama.cpp pair on a lab node: deploy, the tuner's search, apply its pick; report in .lab/bench/tune
+	$(PLAYBOOK) $(BENCH_LAB) -e specdec_benchmark_mode=tune -e specdec_benchmark_apply=true
+
+bench-sweep: lab-up  ## the full sweep (none, 1, 2, 3, 4, 8 x c=1/4 x short/long x 3 blocks) on the lab; report in .lab/bench/sweep
+	$(PLAYBOOK) $(BENCH_LAB) -e specdec_benchmark_mode=sweep
 
 preflight: lab-up  ## preflight checks on the lab (report in preflight-report.json)
 	$(PLAYBOOK) -i $(LAB_INV) playbooks/preflight.yml

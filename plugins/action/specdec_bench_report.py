@@ -52,9 +52,13 @@ class ActionModule(ActionBase):
             except (TypeError, ValueError) as exc:
                 raise AnsibleError("specdec_bench_report: objective: %s" % exc)
         gate = args.get("gate")
-        if gate is not None and (not isinstance(gate, dict) or "baseline" not in gate or "speculative" not in gate):
-            raise AnsibleError("specdec_bench_report: gate needs baseline and speculative (lists of {prompt_id, text}, "
-                               "e.g. the requests of two specdec_loadgen runs at temperature 0 and concurrency 1)")
+        if gate is not None and (not isinstance(gate, dict) or not gate.get("from_runs") and (
+                "baseline" not in gate or "speculative" not in gate)):
+            raise AnsibleError("specdec_bench_report: gate needs from_runs: true (compare the runs at concurrency 1), or "
+                               "baseline and speculative (lists of {prompt_id, text}, e.g. the requests of two "
+                               "specdec_loadgen runs at temperature 0 and concurrency 1)")
+        if gate is not None and gate.get("from_runs"):
+            gate = dict(gate, from_runs=boolean(gate["from_runs"], strict=False))
         try:
             report = _bench_report.build(args["runs"], objective=objective, candidates=args.get("candidates"),
                                          probes=args.get("probes"), point_seconds=args.get("point_seconds"),

@@ -43,6 +43,28 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
 
+    def _play_settings(self, task_vars, specs, given, errors):
+        """specdec_server_* settings whose value for this task differs from the inventory's (and the default)."""
+        if getattr(self, "_play_cache", None) is not None:
+            return self._play_cache
+        found = {}
+        names = [n for n in _settings.known_options(specs) if n.startswith("specdec_server_")]
+        for name in names:
+            if name not in task_vars:
+                continue
+            try:
+                value = self._templar.template(task_vars[name])
+            except Exception as exc:  # an undefined variable inside a play var
+                errors.append("%s: cannot be evaluated (%s); fix its value." % (name, to_text(exc).splitlines()[0][:200]))
+                continue
+            if name in given and given[name] == value:
+                continue
+            if name not in given and value == _action.spec_default(name):
+                continue
+            found[name] = value
+        self._play_cache = found
+        return found
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
@@ -87,6 +109,10 @@ class ActionModule(ActionBase):
                 except Exception as exc:  # an undefined variable inside a setting
                     errors.append("%s on %s: cannot be evaluated (%s); fix its value."
                                   % (name, host, to_text(exc).splitlines()[0][:200]))
+            # specdec_server_* set for this play (play, role, include or task vars; e.g. the benchmark's sweep
+            # points) win over the inventory as Ansible's precedence says; hostvars alone would miss them.
+            for name, value in self._play_settings(task_vars, specs, given, errors).items():
+                given[name] = value
             address = raw.get("ansible_host") if hasattr(raw, "get") else None
             try:
                 address = hostvars[host].get("ansible_host") or address
@@ -140,7 +166,7 @@ class ActionModule(ActionBase):
             probe = args["probe"] or {}
             args["state"], args["server_running"] = _plan.parse_probe(probe.get("stdout"), probe.get("rc", 1))
         built = _plan.build_plan(dep, trtllm_version=version, version_source=source, commits=commits,
-                                 image_id=image.get("id"))
+                                 image_id=image.get("id"), tuned=(args.get("state") or {}).get("tuned"))
         # A setting already reported by the per-setting checks is not reported again by the plan.
         named = {e.split(":", 1)[0] for e in errors}
         errors += [e for e in built["errors"] if e not in errors and e.split(":", 1)[0] not in named]

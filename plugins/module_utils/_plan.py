@@ -638,17 +638,81 @@ def _argv_llamacpp(dep, r, paths, errors):
     return argv + extra
 
 
-def build_plan(dep, trtllm_version=None, version_source=None, commits=None, image_id=None):
+TUNED_KEYS = ("engine", "target_model", "draft_model", "method", "max_draft_len")
+
+
+def check_tuned(tuned):
+    """Problems of a tuned record (the tuner's pick as the state file keeps it); [] when it is usable."""
+    if not isinstance(tuned, dict):
+        return ["tuned: must be a mapping with %s" % ", ".join(TUNED_KEYS)]
+    problems = ["tuned: %s is missing" % k for k in TUNED_KEYS if k not in tuned]
+    if problems:
+        return problems
+    if tuned["engine"] not in ENGINES:
+        problems.append("tuned.engine: %r is not an engine (%s)" % (tuned["engine"], ", ".join(ENGINES)))
+    if tuned["method"] not in METHODS:
+        problems.append("tuned.method: %r is not a method (%s)" % (tuned["method"], ", ".join(METHODS)))
+    elif tuned["method"] == "none":
+        if tuned["max_draft_len"] is not None:
+            problems.append("tuned.max_draft_len: must be null with method none")
+    elif not _is_int(tuned["max_draft_len"], 1) or int(str(tuned["max_draft_len"])) > 32:
+        problems.append("tuned.max_draft_len: %r is not a draft length from 1 to 32" % (tuned["max_draft_len"],))
+    return problems
+
+
+def apply_tuned(settings, r, tuned):
+    """Apply the tuner's recorded pick (the state file's ``tuned``) to the resolved preset ``r``, in place.
+
+    Precedence, per setting: a value set in the inventory (or as an extra or play var) > the tuned value
+    > the preset's. The pick is only used for the engine and the target (and draft) model it was
+    measured on. Returns ``{"applied": bool, "why": str, "method": source, "max_draft_len": source}``
+    (source: inventory, tuned or preset).
+    """
+    explicit = {f: _set(settings.get("specdec_server_" + f)) for f in ("method", "max_draft_len")}
+    out = {"applied": False, "why": "no tuned value recorded",
+           "method": "inventory" if explicit["method"] else "preset",
+           "max_draft_len": "inventory" if explicit["max_draft_len"] else "preset"}
+    if not tuned:
+        return out
+    problems = check_tuned(tuned)
+    if problems:
+        out["why"] = "the recorded tuned value is not usable (%s)" % "; ".join(problems)
+        return out
+    if tuned["engine"] != r["engine"] or tuned["target_model"] != r["target_model"]:
+        out["why"] = "it was measured for %s on engine %s, this deployment serves %s on %s" % (
+            tuned["target_model"], tuned["engine"], r["target_model"], r["engine"])
+        return out
+    if tuned["method"] != "none" and tuned["draft_model"] != r["draft_model"]:
+        out["why"] = "it was measured with draft %s, this deployment's draft is %s" % (tuned["draft_model"],
+                                                                                       r["draft_model"])
+        return out
+    if not explicit["method"] and r["method"] != tuned["method"]:
+        r["method"] = tuned["method"]
+        out["method"] = "tuned"
+    if tuned["method"] != "none" and r["method"] == tuned["method"] and not explicit["max_draft_len"]:
+        r["max_draft_len"] = int(str(tuned["max_draft_len"]))
+        out["max_draft_len"] = "tuned"
+    used = [f for f in ("method", "max_draft_len") if out[f] == "tuned"]
+    out["applied"] = bool(used)
+    out["why"] = ("serving the tuned %s" % " and ".join(used) if used else
+                  "the inventory sets %s, which wins over the tuned value" % " and ".join(
+                      "specdec_server_" + f for f in ("method", "max_draft_len") if explicit[f]))
+    return out
+
+
+def build_plan(dep, trtllm_version=None, version_source=None, commits=None, image_id=None, tuned=None):
     """Plan one deployment. Returns ``{'errors': [...], 'plan': {...} or None}``.
 
     ``commits``: repo id -> commit that the download resolved (the server then serves exactly that
     revision); without it the plan is the pre-download one (``launch`` is None).
+    ``tuned``: the state file's ``tuned`` record (see ``apply_tuned`` for the precedence).
     """
     errors = []
     s = dep["settings"]
     preset_name, r = _resolve(dep, errors)
     if r is None:
         return {"errors": errors, "plan": None}
+    sources = apply_tuned(s, r, tuned)
     dep = dict(dep, preset_name=preset_name)
     _check_fields(dep, r, errors)
     if dep["engine"] in ENGINES:
@@ -718,6 +782,8 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
         "engine": dep["engine"],
         "image": dep.get("image"),
         "preset": preset_name,
+        # The preset's own method: the speculative method a benchmark sweeps when the deployment serves none.
+        "preset_method": PRESETS[preset_name]["method"],
         "method": r["method"],
         "target_model": r["target_model"],
         "draft_model": r["draft_model"] if spec_on else None,
@@ -739,6 +805,8 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
         "argv": argv,
         "rank_env": env,
         "tiktoken": tiktoken,
+        "sources": {"method": sources["method"], "max_draft_len": sources["max_draft_len"]},
+        "tuned": {"record": tuned or None, "applied": sources["applied"], "why": sources["why"]},
         "launch": None,
         "fingerprint": None,
     }
@@ -809,6 +877,8 @@ def new_state(plan, previous_state, now):
         "desired": desired_of(plan),
         "running": running,
         "previous": prev.get("previous") if same else before,
+        # The tuner's pick (written by sparkops.specdec.specdec_tuned) stays until it is replaced or removed.
+        "tuned": prev.get("tuned"),
         "created_at": prev.get("created_at") or now,
         "updated_at": now,
     }

@@ -645,6 +645,44 @@ def _file_name(example):
     return _Check(check)
 
 
+def _bench_point(value, shown):
+    text = str(value).strip().lower()
+    if text == 'none' or value is None:
+        return []
+    if isinstance(value, bool) or not re.fullmatch(r'[0-9]+', text) or not 1 <= int(text) <= 32:
+        return ['%s is not a point; use none or a draft length from 1 to 32.' % shown]
+    return []
+
+
+def _bench_int(low, high, what):
+    def check(value, shown):
+        if isinstance(value, bool) or not re.fullmatch(r'[0-9]+', str(value).strip()) or not low <= int(value) <= high:
+            return ['%s is not a number of %s; use an integer from %d to %d.' % (shown, what, low, high)]
+        return []
+    return check
+
+
+def _positive_seconds(value, shown):
+    return [] if value is None or value > 0 else ['%s is out of range; set seconds above 0, or null for the '
+                                                  'engine\'s estimate.' % shown]
+
+
+def _share(value, shown):
+    return [] if 0 <= value <= 1 else ['%s is out of range; set a fraction from 0 to 1, e.g. 0.25.' % shown]
+
+
+def _bench_objective(value, shown):
+    known = ('concurrency', 'prompt_set', 'ttft_p90_max', 'itl_p90_max')
+    problems = ['key %s is unknown; use %s.' % (k, ', '.join(known)) for k in value if k not in known]
+    if 'concurrency' not in value:
+        problems.append('has no concurrency; set the concurrency level the tuner optimises, e.g. {concurrency: 1}.')
+    for key in ('ttft_p90_max', 'itl_p90_max'):
+        bound = value.get(key)
+        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, (int, float)) or bound <= 0):
+            problems.append('%s %s is not seconds; set a number above 0, or null for no bound.' % (key, _fmt(bound)))
+    return problems
+
+
 def _inventory_group(value, shown):
     # Ansible's valid group names (TRANSFORM_INVALID_GROUP_CHARS).
     if re.fullmatch(r'[A-Za-z_][A-Za-z0-9_]*', value):
@@ -913,6 +951,24 @@ BOUNDS = {
     'specdec_server_health_timeout': _int_range(1, note='seconds; first starts need up to 3600'),
     'specdec_server_health_interval': _int_range(1, note='seconds'),
     'specdec_server_smoke_max_tokens': _int_range(1),
+
+    # --- specdec_benchmark ---
+    # Sweep points: none (the baseline) or a draft length in specdec_server_max_draft_len's range.
+    'specdec_benchmark_points': _each(_bench_point),
+    'specdec_benchmark_probes': _each(_bench_int(1, 32, 'draft tokens')),
+    # Parallel streamed requests; beyond 1024 a Spark's KV cache and the load generator's threads give out.
+    'specdec_benchmark_concurrency': _each(_bench_int(1, 1024, 'concurrent requests')),
+    'specdec_benchmark_prompt_sets': _each(_file_name('short')),
+    'specdec_benchmark_num_requests': _int_range(1, note='requests per run'),
+    'specdec_benchmark_max_tokens': _int_range(1, note='output tokens per request'),
+    'specdec_benchmark_warmup_requests': _int_range(0, note='requests before each run'),
+    'specdec_benchmark_repeats': _int_range(1, note='blocks; 3 gives a median and a spread'),
+    'specdec_benchmark_restart_seconds': _Check(_positive_seconds),
+    'specdec_benchmark_min_mem_available': _int_range(0, note='bytes; 0 only records it'),
+    'specdec_benchmark_gate_max_early': _int_range(0, note='prompts'),
+    'specdec_benchmark_gate_max_late_fraction': _Check(_share),
+    'specdec_benchmark_output_dir': _non_empty('a directory for the report, e.g. specdec-benchmark'),
+    'specdec_benchmark_objective': _Check(_bench_objective),
 
     # --- playbooks ---
     # Sizes in bytes; 0 is allowed (no reserve).

@@ -243,7 +243,11 @@ def evaluate_search(full_sweep, objective, candidates=DEFAULT_CANDIDATES, probes
     """
     objective = dict(objective or {})
     table = point_table(full_sweep, objective)
-    all_points = [p for p in [NONE] + [_bench.normalize_point(c) for c in candidates] if p in table]
+    wanted = [NONE] + [_bench.normalize_point(c) for c in candidates]
+    all_points = [p for p in wanted if p in table]
+    # Runs of the tuner's own search (mode tune) lack the points it skipped: the full sweep's cost is then
+    # estimated at the mean cost of a measured point, and the distance from the true best is unknown.
+    unmeasured = [p for p in wanted if p not in table]
     measured = []
     while True:
         todo = next_points([table[p] for p in measured], candidates, probes, objective)
@@ -258,14 +262,64 @@ def evaluate_search(full_sweep, objective, candidates=DEFAULT_CANDIDATES, probes
         return sum(float((point_seconds or {}).get(p, (point_seconds or {}).get(str(p), 1.0))) for p in points)
 
     tuner_seconds, full_seconds = seconds(measured), seconds(all_points)
-    out = {"measured": measured, "tuner_pick": tuner["pick"], "full_pick": full["pick"],
-           "best_by_median": full["best_by_median"], "tuner_seconds": tuner_seconds, "full_seconds": full_seconds,
+    if unmeasured and all_points:
+        full_seconds += len(unmeasured) * full_seconds / len(all_points)
+    out = {"measured": measured, "tuner_pick": tuner["pick"], "full_pick": None if unmeasured else full["pick"],
+           "best_by_median": None if unmeasured else full["best_by_median"], "tuner_seconds": tuner_seconds,
+           "full_seconds": full_seconds, "full_seconds_estimated": bool(unmeasured), "unmeasured": unmeasured,
            "cost_ratio": tuner_seconds / full_seconds if full_seconds else None, "reason": tuner["reason"],
            "pick_gap": None, "best_spread": None, "within_spread": None}
-    if tuner["pick"] is not None and full["best_by_median"] is not None:
+    if not unmeasured and tuner["pick"] is not None and full["best_by_median"] is not None:
         best = table[full["best_by_median"]]["stats"][METRIC]
         got = table[tuner["pick"]]["stats"][METRIC]
         out["pick_gap"] = abs(best["median"] - got["median"])
         out["best_spread"] = best["max"] - best["min"]
         out["within_spread"] = out["pick_gap"] <= out["best_spread"] + 1e-12
     return out
+
+
+# --- the benchmark's rounds ----------------------------------------------------------------
+
+MODES = ("sweep", "tune")
+
+
+def plan_round(mode, points, repeats, seed=0, objective=None, probes=DEFAULT_PROBES, measured=None, round_index=0):
+    """The block-randomised schedule of the next round: ``[{"block", "slot", "point"}]``; [] when done.
+
+    ``sweep``: every point of ``points`` in the first round, then done. ``tune``: the cheaper search
+    (``next_points``) over the draft lengths of ``points``: the baseline and the probes first, then at most
+    one predicted best point. ``measured``: run summaries so far (at any concurrency; the search reads the
+    objective's). Each round has its own seed (``seed + round_index``) so it can be printed and reproduced.
+    """
+    if mode not in MODES:
+        raise _bench.BenchError("mode must be sweep or tune, got %r" % (mode,))
+    normalized = [_bench.normalize_point(p) for p in points or []]
+    if not normalized:
+        raise _bench.BenchError("a benchmark needs at least one point (none or a draft length)")
+    if mode == "sweep":
+        todo = [] if measured else normalized
+    else:
+        if NONE not in normalized:
+            raise _bench.BenchError("the tuner compares against the baseline: put none in the points")
+        candidates = [p for p in normalized if p != NONE]
+        if not candidates:
+            raise _bench.BenchError("the tuner needs at least one draft length in the points")
+        probes = [p for p in (_bench.normalize_point(x) for x in probes or DEFAULT_PROBES) if p in candidates] \
+            or candidates[:1]
+        done = {s["point"] for s in measured or []}
+        todo = [p for p in next_points(measured or [], candidates, probes, objective or {}) if p not in done]
+    return _bench.block_schedule(todo, repeats, int(seed) + int(round_index)) if todo else []
+
+
+def estimate_seconds(schedule, runs_per_visit, restart_seconds, run_seconds, current_point=None):
+    """Rough duration of a schedule: a restart per visit of a point other than the one serving before it,
+    plus ``runs_per_visit`` runs of ``run_seconds`` each. Returns ``{"restarts", "runs", "seconds"}``."""
+    restarts = 0
+    last = current_point
+    for entry in schedule:
+        if entry["point"] != last:
+            restarts += 1
+        last = entry["point"]
+    runs = len(schedule) * int(runs_per_visit)
+    return {"restarts": restarts, "runs": runs,
+            "seconds": restarts * float(restart_seconds) + runs * float(run_seconds)}

@@ -81,6 +81,10 @@ options:
       - "Correctness gate input: C(baseline) and C(speculative), lists of C({prompt_id, text}) (for example the
         C(requests) of two M(sparkops.specdec.specdec_loadgen) runs at temperature 0 and concurrency 1), and optional
         C(early_words) (default 32), C(max_early) (default 0) and C(max_late_fraction) (default 0.25)."
+      - "Or C(from_runs: true) (optional C(prompt_set)): the gate compares the O(runs) themselves, the first run of
+        V(none) at concurrency 1 against the first run of each draft length at concurrency 1 (their first text per
+        prompt id); it passes when every draft length passes, and RV(gate) holds the comparison of the tuner's pick
+        (or of the best speculative point when the pick is V(none)) plus C(points), the verdict per draft length."
     type: dict
   metadata:
     description:

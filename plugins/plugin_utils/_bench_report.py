@@ -118,10 +118,72 @@ def build(runs, objective=None, candidates=None, probes=None, point_seconds=None
         report["search"] = _tune.evaluate_search(summaries, objective, cands, probes or _tune.DEFAULT_PROBES,
                                                  point_seconds)
     if gate:
-        report["gate"] = _gate.compare(gate["baseline"], gate["speculative"],
-                                       **{k: gate[k] for k in ("early_words", "max_early", "max_late_fraction")
-                                          if gate.get(k) is not None})
+        thresholds = {k: gate[k] for k in ("early_words", "max_early", "max_late_fraction") if gate.get(k) is not None}
+        if gate.get("from_runs"):
+            report["gate"] = gate_from_runs(runs, summaries, report["tuner"], gate.get("prompt_set"), thresholds)
+        else:
+            report["gate"] = _gate.compare(gate["baseline"], gate["speculative"], **thresholds)
     return report
+
+
+def _texts(run):
+    """{prompt_id: text} of one run (a prompt sent again in the same run keeps its first text)."""
+    out = []
+    seen = set()
+    for request in run["loadgen"].get("requests") or []:
+        key = str(request.get("prompt_id"))
+        if key in seen:
+            continue
+        if request.get("text") is None:
+            raise _gate.GateError("a run at concurrency 1 has no texts: run the load generator with record_text")
+        seen.add(key)
+        out.append({"prompt_id": key, "text": request["text"]})
+    return out
+
+
+def gate_from_runs(runs, summaries, tuner, prompt_set=None, thresholds=None):
+    """The correctness gate on the sweep's own runs at concurrency 1 (temperature 0): the first run of the
+    baseline against the first run of the speculative point that matters (the tuner's pick, else the best
+    speculative point by median, else the longest draft length). Every other speculative point is compared too;
+    the gate passes when all do. Returns the pick's comparison plus ``points`` ({point: passed, msg, counts})."""
+    first = {}
+    for item, summary in zip(runs, summaries):
+        if summary["concurrency"] != 1 or (prompt_set is not None and summary["prompt_set"] != prompt_set):
+            continue
+        first.setdefault((summary["point"], summary["prompt_set"]), item)
+    sets = sorted({key[1] for key in first})
+    if not sets or not any(key[0] == _bench.SPEC_METHOD_NONE for key in first):
+        raise _gate.GateError("the correctness gate needs runs of none and of a draft length at concurrency 1%s"
+                              % ("" if prompt_set is None else " with prompt set %s" % prompt_set))
+    spec_points = sorted({key[0] for key in first if key[0] != _bench.SPEC_METHOD_NONE})
+    if not spec_points:
+        raise _gate.GateError("the correctness gate needs a speculative point at concurrency 1")
+    main = None
+    if tuner and tuner.get("pick") not in (None, _bench.SPEC_METHOD_NONE):
+        main = tuner["pick"]
+    elif tuner:
+        ranked = sorted((r for r in tuner["candidates"] if r["point"] != _bench.SPEC_METHOD_NONE
+                         and r["median"] is not None), key=lambda r: -r["median"])
+        main = ranked[0]["point"] if ranked else None
+    if main not in spec_points:
+        main = spec_points[-1]
+    results = {}
+    for point in spec_points:
+        base, spec = [], []
+        for name in sets:
+            if (point, name) in first and (_bench.SPEC_METHOD_NONE, name) in first:
+                base += [dict(t, prompt_id="%s/%s" % (name, t["prompt_id"]))
+                         for t in _texts(first[(_bench.SPEC_METHOD_NONE, name)])]
+                spec += [dict(t, prompt_id="%s/%s" % (name, t["prompt_id"])) for t in _texts(first[(point, name)])]
+        results[point] = _gate.compare(base, spec, **(thresholds or {}))
+    out = dict(results[main])
+    out["point"] = main
+    out["points"] = {str(p): {"passed": r["passed"], "msg": r["msg"], "counts": r["counts"]} for p, r in results.items()}
+    if not all(r["passed"] for r in results.values()):
+        out["passed"] = False
+        out["msg"] = "correctness gate FAILED: " + "; ".join(
+            "draft length %s: %s" % (p, r["msg"]) for p, r in results.items() if not r["passed"])
+    return out
 
 
 def _fmt(value, digits=1, scale=1.0):
@@ -171,10 +233,17 @@ def markdown(report):
         lines += ["## Tuner", "", "Pick: **%s**. %s" % (picked, tuner["reason"]), ""]
     if report.get("search"):
         s = report["search"]
-        lines += ["Search: measured %s; cost %s of a full sweep; its pick is %s tok/s from the best point, whose "
-                  "spread is %s tok/s (%s)." % (
-                      ", ".join(_label(p) for p in s["measured"]), _fmt(s["cost_ratio"], 2), _fmt(s["pick_gap"], 2),
-                      _fmt(s["best_spread"], 2), "within" if s["within_spread"] else "NOT within"), ""]
+        if s.get("full_seconds_estimated"):
+            lines += ["Search: measured %s; cost %s of a full sweep (estimated: %s not measured, each costed at the "
+                      "mean of a measured point); the distance of its pick from the best point needs a full sweep "
+                      "(mode sweep)." % (", ".join(_label(p) for p in s["measured"]), _fmt(s["cost_ratio"], 2),
+                                         ", ".join(_label(p) for p in s["unmeasured"])), ""]
+        else:
+            lines += ["Search: measured %s; cost %s of a full sweep; its pick is %s tok/s from the best point, whose "
+                      "spread is %s tok/s (%s)." % (
+                          ", ".join(_label(p) for p in s["measured"]), _fmt(s["cost_ratio"], 2),
+                          _fmt(s["pick_gap"], 2), _fmt(s["best_spread"], 2),
+                          "within" if s["within_spread"] else "NOT within"), ""]
     if report.get("gate"):
         gate = report["gate"]
         lines += ["## Correctness gate", "", gate["msg"], "", "| prompt | status | first diverging word |",
@@ -217,7 +286,7 @@ def _atomic(path, data):
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data if isinstance(data, bytes) else data.encode("utf-8"))
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, 0o600)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

@@ -15,7 +15,8 @@ def _load(path):
 
 
 def test_all_roles_found():
-    assert ROLE_NAMES == ["docker_group", "netplan_qsfp", "specdec_common", "specdec_server", "ssh_mesh", "trtllm_container"]
+    assert ROLE_NAMES == ["docker_group", "netplan_qsfp", "specdec_benchmark", "specdec_common", "specdec_server", "ssh_mesh",
+                          "trtllm_container"]
 
 
 @pytest.mark.parametrize("role", ROLE_NAMES)

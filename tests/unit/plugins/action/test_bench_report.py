@@ -170,3 +170,35 @@ def test_bad_arguments():
         make({"runs": [{}], "output_dir": "/tmp", "objective": {"speed": 1}}).run(task_vars={})
     with pytest.raises(AnsibleError, match="unknown option"):
         make({"runs": [{}], "output_dir": "/tmp", "colour": "red"}).run(task_vars={})
+
+
+# --- the correctness gate on the sweep's own runs (gate.from_runs) -----------------------------
+
+def test_gate_from_runs_compares_the_baseline_with_every_draft_length(tmp_path):
+    runs = synthetic_runs()
+    result = make({"runs": runs, "output_dir": str(tmp_path / "g"), "engine": "llamacpp", "plots": False,
+                   "objective": {"concurrency": 1}, "gate": {"from_runs": True}}).run(task_vars={})
+    assert not result.get("failed"), result.get("msg")
+    gate = result["gate"]
+    assert gate["passed"] and sorted(gate["points"]) == ["1", "2", "4", "8"]
+    # The pick is none, so the gate's main comparison is the best speculative point by median.
+    best = max((c for c in result["tuner"]["candidates"] if c["point"] != "none"), key=lambda c: c["median"])
+    assert gate["point"] == best["point"] and gate["counts"]["match"] == 2  # prompt ids 0 and 1, first text each
+
+
+def test_gate_from_runs_fails_on_an_early_divergence_and_names_the_point(tmp_path):
+    runs = synthetic_runs()
+    bad = next(r for r in runs if r["point"] == 4 and r["concurrency"] == 1)
+    bad["loadgen"]["requests"][0]["text"] = "y " + bad["loadgen"]["requests"][0]["text"]
+    result = make({"runs": runs, "output_dir": str(tmp_path / "g"), "engine": "llamacpp", "plots": False,
+                   "objective": {"concurrency": 1}, "gate": {"from_runs": True}}).run(task_vars={})
+    assert result["failed"] and "draft length 4" in result["msg"] and "before word 32" in result["msg"]
+    assert result["gate"]["points"]["4"]["passed"] is False and result["gate"]["points"]["2"]["passed"] is True
+    assert (tmp_path / "g" / "report.json").exists()  # the report is written before the gate fails the task
+
+
+def test_report_files_are_private(tmp_path):
+    make({"runs": synthetic_runs(repeats=1), "output_dir": str(tmp_path / "p"), "engine": "llamacpp",
+          "plots": False}).run(task_vars={})
+    for path in (tmp_path / "p").iterdir():
+        assert path.stat().st_mode & 0o077 == 0, path

@@ -120,3 +120,50 @@ def test_search_skips_a_neighbour_predicted_within_the_spread():
 def test_next_points_starts_with_baseline_and_probes():
     assert _tune.next_points([]) == ['none', 1, 4]
     assert _tune.next_points([], candidates=[2, 3], probes=[1, 4]) == ['none']
+
+
+# --- the benchmark's rounds (plan_round, estimate_seconds) ------------------------------------
+
+def test_sweep_is_one_round_of_blocks_then_done():
+    first = _tune.plan_round("sweep", ["none", 1, 2, 4], 3, seed=7)
+    assert len(first) == 12 and [e["block"] for e in first] == [0] * 4 + [1] * 4 + [2] * 4
+    for block in range(3):
+        assert sorted(map(str, (e["point"] for e in first if e["block"] == block))) == ["1", "2", "4", "none"]
+    assert first == _tune.plan_round("sweep", ["none", 1, 2, 4], 3, seed=7)  # reproducible
+    assert _tune.plan_round("sweep", ["none", 1, 2, 4], 3, seed=7, measured=sweep({"none": [1]})) == []
+
+
+def test_tune_measures_baseline_and_probes_then_at_most_one_more():
+    objective = {"concurrency": 1}
+    first = _tune.plan_round("tune", ["none", 1, 2, 3, 4, 8], 2, objective=objective)
+    assert sorted(map(str, {e["point"] for e in first})) == ["1", "4", "none"] and len(first) == 6
+    # Speculation loses at the probes: done, no speculation.
+    loses = sweep({"none": CPU["none"], 1: CPU[1], 4: CPU[4]})
+    assert _tune.plan_round("tune", ["none", 1, 2, 3, 4, 8], 2, objective=objective, measured=loses) == []
+
+
+def test_tune_needs_the_baseline_and_a_draft_length():
+    with pytest.raises(_bench.BenchError, match="put none in the points"):
+        _tune.plan_round("tune", [1, 2], 1)
+    with pytest.raises(_bench.BenchError, match="at least one draft length"):
+        _tune.plan_round("tune", ["none"], 1)
+    with pytest.raises(_bench.BenchError, match="mode must be"):
+        _tune.plan_round("grid", ["none"], 1)
+
+
+def test_estimate_counts_a_restart_per_change_of_point():
+    schedule = [{"point": "none"}, {"point": 2}, {"point": 2}, {"point": "none"}]
+    got = _tune.estimate_seconds(schedule, 4, restart_seconds=60, run_seconds=10, current_point="none")
+    assert got == {"restarts": 2, "runs": 16, "seconds": 2 * 60 + 16 * 10}
+    assert _tune.estimate_seconds(schedule, 1, 60, 0)["restarts"] == 3
+
+
+def test_search_replayed_on_its_own_runs_estimates_the_full_sweep():
+    # Mode tune measured none, 1, 4 of none..8: the full sweep's cost is estimated, the distance is unknown.
+    own = sweep({"none": CPU["none"], 1: CPU[1], 4: CPU[4]})
+    got = _tune.evaluate_search(own, {"concurrency": 1}, candidates=(1, 2, 3, 4, 8),
+                                point_seconds={"none": 100, "1": 120, "4": 140})
+    assert got["full_seconds_estimated"] and got["unmeasured"] == [2, 3, 8]
+    assert got["tuner_seconds"] == 360 and got["full_seconds"] == pytest.approx(360 + 3 * 120)
+    assert got["cost_ratio"] == pytest.approx(0.5) and got["pick_gap"] is None and got["within_spread"] is None
+    assert got["tuner_pick"] == "none" and got["best_by_median"] is None

@@ -1,0 +1,152 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: specdec_bench_plan
+short_description: Check the benchmark's settings and plan its next round (block-randomised schedule and time estimate)
+version_added: 0.3.0
+description:
+  - An action plugin, run on the controller; it contacts no host. The C(specdec_benchmark) role calls it before
+    each round and acts on its RV(segments).
+  - "O(mode=sweep): one round with every point of O(points), O(repeats) blocks, each block holding every point once
+    in a seeded random order (C(random.Random(seed + round))), so slow drift of the machine (heat, other load) spreads
+    over all points instead of biasing the last ones."
+  - "O(mode=tune): the tuner's cheaper search (C(module_utils/_tune.py) C(next_points)): round 0 measures the
+    baseline (V(none)) and the O(probes); round 1 measures the one draft length the probes predict best, if its
+    prediction lies above the best measured point's spread; then it is done."
+  - "The estimate: a server restart per change of point (O(restart_seconds) each) plus, per run, C(ceil(num_requests /
+    concurrency) * max_tokens / tokens_per_second), the speed measured by the O(probe) request at concurrency 1. It is
+    a floor: a busy server answers each request more slowly."
+author:
+  - sparkops maintainers (@sparkops)
+options:
+  mode:
+    description: V(sweep) (every point) or V(tune) (the cheaper search).
+    type: str
+    choices: [sweep, tune]
+    default: sweep
+  points:
+    description: V(none) (no speculation) and draft lengths (1 to 32), each once.
+    type: list
+    elements: raw
+    required: true
+  repeats:
+    description: Blocks per round (each point measured once per block).
+    type: int
+    required: true
+  seed:
+    description: Seed of the block order.
+    type: int
+    default: 0
+  probes:
+    description: The tuner's first draft lengths (with O(mode=tune)).
+    type: list
+    elements: int
+    default: [1, 4]
+  objective:
+    description: The tuner's objective, as M(sparkops.specdec.specdec_bench_report) takes it (C(concurrency) must be one
+      of O(concurrency); C(prompt_set) one of O(prompt_sets), required with more than one).
+    type: dict
+    required: true
+  concurrency:
+    description: Concurrency levels run at each visit of a point.
+    type: list
+    elements: int
+    required: true
+  prompt_sets:
+    description: Names of the prompt sets run at each visit of a point.
+    type: list
+    elements: str
+    required: true
+  runs:
+    description: The runs measured so far (as M(sparkops.specdec.specdec_bench_report) takes them); the search of
+      O(mode=tune) reads them.
+    type: list
+    elements: dict
+  round:
+    description: The round number (0 first).
+    type: int
+    default: 0
+  restart_seconds:
+    description: Seconds a server restart takes, for the estimate.
+    type: float
+  probe:
+    description: A M(sparkops.specdec.specdec_loadgen) result at concurrency 1 whose speed (tokens/s) sizes the runs in
+      the estimate.
+    type: dict
+  num_requests:
+    description: Requests per run.
+    type: int
+    required: true
+  max_tokens:
+    description: Output tokens asked per request.
+    type: int
+    required: true
+  current_point:
+    description: The point that serves now (its first visit needs no restart).
+    type: raw
+notes:
+  - "Errors, each naming the C(specdec_benchmark_*) setting: unknown mode; no point, a point twice or a draft length
+    outside 1-32; concurrency levels that are not integers 1-1024; no prompt set; repeats, requests or tokens below 1;
+    an objective concurrency not in the list; no objective prompt set with several prompt sets; a TTFT or ITL bound
+    that is not seconds > 0; mode tune without V(none)."
+attributes:
+  check_mode:
+    support: full
+    description: Plans the same in check mode.
+  diff_mode:
+    support: none
+    description: Changes nothing.
+  action:
+    support: full
+    description: Runs on the controller as an action plugin.
+seealso:
+  - module: sparkops.specdec.specdec_bench_report
+  - module: sparkops.specdec.specdec_loadgen
+"""
+
+EXAMPLES = r"""
+- name: Plan the first round of a full sweep
+  sparkops.specdec.specdec_bench_plan:
+    mode: sweep
+    points: [none, 1, 2, 3, 4, 8]
+    repeats: 3
+    objective: {concurrency: 1, prompt_set: short}
+    concurrency: [1, 4]
+    prompt_sets: [short, long]
+    num_requests: 8
+    max_tokens: 128
+    restart_seconds: 60
+  register: bench_round
+"""
+
+RETURN = r"""
+schedule:
+  description: The round's visits in run order, C({block, slot, point}); empty when done.
+  returned: success
+  type: list
+  elements: dict
+segments:
+  description: The same visits, each with C(runs), the C({concurrency, prompt_set}) runs to make at that point.
+  returned: success
+  type: list
+  elements: dict
+done:
+  description: Whether there is nothing left to measure.
+  returned: success
+  type: bool
+estimate:
+  description: C(restarts), C(runs), C(seconds) (the round's estimated duration), C(restart_seconds), C(run_seconds),
+    C(probe_tokens_per_second) (tokens/s).
+  returned: success
+  type: dict
+msg:
+  description: The schedule and the estimate in one line, for the operator.
+  returned: always
+  type: str
+"""

@@ -1,0 +1,80 @@
+# -*- coding: utf-8 -*-
+"""sparkops.specdec.specdec_bench_plan: one line per bad setting (the role's names), the round's schedule,
+and the estimate from the probe request's speed."""
+
+from __future__ import annotations
+
+from unittest import mock
+
+import pytest
+
+from ansible_collections.sparkops.specdec.plugins.action import specdec_bench_plan
+from ansible_collections.sparkops.specdec.plugins.filter import bench
+
+GOOD = {"mode": "sweep", "points": ["none", 1, 2, 4], "repeats": 2, "seed": 0, "objective": {"concurrency": 1,
+        "prompt_set": "short"}, "concurrency": [1, 4], "prompt_sets": ["short", "long"], "num_requests": 8,
+        "max_tokens": 128}
+
+
+def run(**over):
+    task = mock.MagicMock()
+    task.args = dict(GOOD, **over)
+    task.check_mode = False
+    task.async_val = 0
+    task.action = "specdec_bench_plan"
+    action = specdec_bench_plan.ActionModule(task, mock.MagicMock(), mock.MagicMock(), loader=None, templar=None,
+                                             shared_loader_obj=None)
+    return action.run(task_vars={})
+
+
+def test_a_sweep_round_with_its_estimate():
+    probe = {"requests": [{"e2e": 4.0, "output_tokens": 128}]}  # 32 tok/s
+    got = run(probe=probe, restart_seconds=60, current_point="4")
+    assert not got.get("failed"), got.get("msg")
+    assert len(got["schedule"]) == 8 and got["done"] is False
+    assert got["segments"][0]["runs"] == [{"concurrency": 1, "prompt_set": "short"},
+                                          {"concurrency": 4, "prompt_set": "short"},
+                                          {"concurrency": 1, "prompt_set": "long"},
+                                          {"concurrency": 4, "prompt_set": "long"}]
+    est = got["estimate"]
+    assert est["probe_tokens_per_second"] == pytest.approx(32.0)
+    # per run: ceil(8/1)*128/32 = 32 s at c=1, ceil(8/4)*128/32 = 8 s at c=4 -> mean 20 s
+    assert est["run_seconds"] == pytest.approx(20.0) and est["runs"] == 32
+    assert est["seconds"] == pytest.approx(est["restarts"] * 60 + 32 * 20.0)
+    assert "~" in got["msg"] and "min" in got["msg"]
+
+
+@pytest.mark.parametrize("over, setting", [
+    ({"mode": "grid"}, "specdec_benchmark_mode"),
+    ({"points": ["none", "none"]}, "specdec_benchmark_points"),
+    ({"points": ["x"]}, "specdec_benchmark_points"),
+    ({"points": [40]}, "specdec_benchmark_points"),
+    ({"concurrency": [0]}, "specdec_benchmark_concurrency"),
+    ({"prompt_sets": []}, "specdec_benchmark_prompt_sets"),
+    ({"repeats": 0}, "specdec_benchmark_repeats"),
+    ({"objective": {"concurrency": 8, "prompt_set": "short"}}, "specdec_benchmark_objective.concurrency"),
+    ({"objective": {"concurrency": 1}}, "specdec_benchmark_objective.prompt_set"),
+    ({"objective": {"concurrency": 1, "prompt_set": "short", "ttft_p90_max": -1}}, "ttft_p90_max"),
+    ({"mode": "tune", "points": [1, 2]}, "add none"),
+])
+def test_bad_settings_are_named_before_anything_runs(over, setting):
+    got = run(**over)
+    assert got["failed"] and setting in got["msg"] and "nothing was changed" in got["msg"]
+
+
+def test_tune_first_round_is_the_baseline_and_the_probes():
+    got = run(mode="tune", points=["none", 1, 2, 3, 4, 8], probes=[1, 4])
+    assert sorted(map(str, {e["point"] for e in got["schedule"]})) == ["1", "4", "none"]
+
+
+def test_progress_line_and_its_refusals():
+    text = "llamacpp:spec_decode_num_draft_tokens_total %d\nllamacpp:spec_decode_num_accepted_tokens_total %d\n" \
+           "llamacpp:spec_decode_num_drafts_total %d\n"
+    run_ok = {"requests": [{"ok": True, "ttft": 0.2, "e2e": 2.0, "output_tokens": 40,
+                            "chunk_times": [0.2, 0.3, 0.4]}], "wall_seconds": 2.0,
+              "metrics_before": text % (0, 0, 0), "metrics_after": text % (40, 30, 10)}
+    line = bench.bench_run_line(run_ok, "4", 1, "short", "llamacpp")
+    assert line.startswith("draft 4 c=1 short: 20.0 tok/s") and "acceptance 0.75 (30/40 drafted)" in line
+    zero = dict(run_ok, metrics_after=text % (0, 0, 0))
+    with pytest.raises(Exception, match="draft length 4"):
+        bench.bench_run_line(zero, 4, 1, "short", "llamacpp")
