@@ -519,14 +519,47 @@ def _psi_avg10(text):
     return float(match.group(1)) if match else None
 
 
+# nvidia-smi --query-gpu=<GPU_QUERY> --format=csv,noheader,nounits (fields: nvidia-smi --help-query-gpu).
+GPU_QUERY = ("index", "clocks.sm", "temperature.gpu", "power.draw", "utilization.gpu")
+_GPU_KEYS = ("index", "sm_clock_mhz", "temperature_c", "power_w", "utilization_percent")
+
+
+def parse_gpu_query(text):
+    """nvidia-smi's CSV answer to GPU_QUERY -> [{index, sm_clock_mhz, temperature_c, power_w, utilization_percent}]
+    (a value nvidia-smi cannot read, ``[N/A]`` or ``[Not Supported]``, is None; DGX Spark's GB10 reports some)."""
+    gpus = []
+    for line in (text or "").splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) != len(GPU_QUERY) or not cells[0].isdigit():
+            continue
+        gpu = {}
+        for key, cell in zip(_GPU_KEYS, cells):
+            try:
+                gpu[key] = None if cell.startswith("[") else _number(cell)
+            except ValueError:
+                gpu[key] = None
+        gpus.append(gpu)
+    return gpus
+
+
+def _gpu_first(text, key):
+    gpus = parse_gpu_query(text)
+    return gpus[0][key] if gpus else None
+
+
 def _node_figures(run):
     node = run.get("node") or {}
-    return {
+    figures = {
         "cpu_pressure_some_avg10_before": _psi_avg10(node.get("cpu_pressure_before")),
         "cpu_pressure_some_avg10_after": _psi_avg10(node.get("cpu_pressure_after")),
         "mem_available_bytes_before": node.get("mem_available_bytes_before"),
         "mem_available_bytes_after": node.get("mem_available_bytes_after"),
     }
+    for when in ("before", "after"):
+        text = node.get("gpu_%s" % when)
+        for key in ("sm_clock_mhz", "temperature_c", "power_w"):
+            figures["gpu_%s_%s" % (key, when)] = _gpu_first(text, key)
+    return figures
 
 
 # --- repeated runs and the sweep -------------------------------------------------------------

@@ -310,6 +310,14 @@ node:
     mem_available_bytes_after:
       description: C(MemAvailable) after the run, in bytes.
       type: int
+    gpu_before:
+      description: "Where C(nvidia-smi) exists: its answer to C(--query-gpu=index,clocks.sm,temperature.gpu,power.draw,
+        utilization.gpu --format=csv,noheader,nounits) before the run (SM clock in MHz, temperature in degrees C,
+        power in W, utilization in %; C([N/A]) where the GPU does not report one). V(null) without C(nvidia-smi)."
+      type: str
+    gpu_after:
+      description: The same after the run.
+      type: str
 record_dir:
   description: Where the raw responses were written (with O(record_dir)).
   returned: when O(record_dir) is set
@@ -324,6 +332,8 @@ import time
 import urllib.parse
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.sparkops.specdec.plugins.module_utils import _bench
 
 PROC = "/proc"
 _BODY_EXCERPT = 300
@@ -368,6 +378,17 @@ def looks_like_prometheus(text):
     """Prometheus text starts with a comment or a metric name; TensorRT-LLM's /metrics is a JSON list."""
     stripped = (text or "").lstrip()
     return bool(stripped) and (stripped[0] == "#" or stripped[0].isalpha() or stripped[0] in "_:")
+
+
+def read_gpu(module):
+    """nvidia-smi's CSV of the GPU's clocks, temperature, power and utilization; None without nvidia-smi or when it
+    fails (a node without a GPU, or a driver problem: the run's figures do not depend on it)."""
+    smi = module.get_bin_path("nvidia-smi")
+    if not smi:
+        return None
+    rc, out, dummy = module.run_command([smi, "--query-gpu=" + ",".join(_bench.GPU_QUERY),
+                                         "--format=csv,noheader,nounits"])
+    return out if rc == 0 else None
 
 
 def read_node(proc=None):
@@ -627,10 +648,10 @@ def run_module():
         metrics_path, before = scrape(target, p["engine"], p["metrics_path"], p["timeout"], headers)
         if p["perf_metrics"]:
             http_get(target, "/perf_metrics", p["timeout"], headers)  # drain what earlier requests left
-        node_before = read_node()
+        node_before = dict(read_node(), gpu=read_gpu(module))
         records, wall, started = run_load(target, model, jobs, p["concurrency"], params, headers,
                                           keep_raw=bool(p["record_dir"]))
-        node_after = read_node()
+        node_after = dict(read_node(), gpu=read_gpu(module))
         after = None
         if metrics_path is not None:
             after = scrape(target, p["engine"], metrics_path, p["timeout"], headers)[1]
@@ -653,7 +674,8 @@ def run_module():
                   node={"cpu_pressure_before": node_before["cpu_pressure"],
                         "cpu_pressure_after": node_after["cpu_pressure"],
                         "mem_available_bytes_before": node_before["mem_available_bytes"],
-                        "mem_available_bytes_after": node_after["mem_available_bytes"]})
+                        "mem_available_bytes_after": node_after["mem_available_bytes"],
+                        "gpu_before": node_before["gpu"], "gpu_after": node_after["gpu"]})
     if p["record_dir"]:
         try:
             os.makedirs(p["record_dir"], exist_ok=True)

@@ -27,7 +27,9 @@ RUN_COLUMNS = ("point", "concurrency", "prompt_set", "block", "engine") + (
     "e2e_p50", "e2e_p90", "e2e_p99", "tpot_p50", "tokens_per_chunk", "draft_tokens", "accepted_tokens", "drafts",
     "acceptance_rate", "mean_accepted_length", "per_position_sum", "per_position_sum_ok", "acceptance_length_gauge",
     "timings_draft_tokens", "timings_accepted_tokens", "cpu_pressure_some_avg10_before",
-    "cpu_pressure_some_avg10_after", "mem_available_bytes_before", "mem_available_bytes_after")
+    "cpu_pressure_some_avg10_after", "mem_available_bytes_before", "mem_available_bytes_after",
+    "gpu_sm_clock_mhz_before", "gpu_sm_clock_mhz_after", "gpu_temperature_c_before", "gpu_temperature_c_after",
+    "gpu_power_w_before", "gpu_power_w_after")
 
 
 def _label(point):

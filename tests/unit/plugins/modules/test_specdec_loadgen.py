@@ -21,6 +21,7 @@ import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
+from ansible_collections.sparkops.specdec.plugins.module_utils import _bench
 from ansible_collections.sparkops.specdec.plugins.modules import specdec_loadgen
 
 FIX = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'bench')
@@ -277,3 +278,33 @@ def test_shipped_prompt_sets_are_valid_loadgen_prompts(name):
     ids = [p['id'] for p in doc['prompts']]
     assert len(jobs) == len(ids) == len(set(ids)) >= 4
     assert any(i.startswith(('code', 'long-code')) for i in ids) and any('general' in i for i in ids)
+
+
+def test_gpu_state_from_nvidia_smi_where_it_exists(server, loopback_only, monkeypatch):
+    # The answer of a DGX Spark-like GPU to the query (GB10 reports no memory clock; power may be [N/A]).
+    answers = iter(['0, 2418, 41, 12.50, 3\n', '0, 2505, 47, [N/A], 97\n'])
+    calls = []
+
+    def run_command(self, argv, **kwargs):
+        calls.append(argv)
+        return 0, next(answers), ''
+    monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', lambda self, name, *a, **kw: '/usr/bin/' + name)
+    monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
+    server.metrics = [fixture_text('llamacpp-metrics-before.txt'), fixture_text('llamacpp-metrics-after.txt')]
+    result = run({'url': server.url, 'engine': 'llamacpp', 'num_requests': 1, 'max_tokens': 8, 'prompts': ['Hi'],
+                  'warmup_requests': 0})
+    assert calls[0][1] == '--query-gpu=index,clocks.sm,temperature.gpu,power.draw,utilization.gpu'
+    assert result['node']['gpu_before'].startswith('0, 2418') and '[N/A]' in result['node']['gpu_after']
+    gpus = _bench.parse_gpu_query(result['node']['gpu_after'])
+    assert gpus == [{'index': 0, 'sm_clock_mhz': 2505, 'temperature_c': 47, 'power_w': None, 'utilization_percent': 97}]
+    figures = _bench._node_figures({'node': result['node']})
+    assert figures['gpu_sm_clock_mhz_before'] == 2418 and figures['gpu_power_w_before'] == 12.5
+    assert figures['gpu_power_w_after'] is None
+
+
+def test_no_nvidia_smi_records_no_gpu(server, loopback_only, monkeypatch):
+    monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', lambda self, name, *a, **kw: None)
+    server.metrics = [fixture_text('llamacpp-metrics-before.txt'), fixture_text('llamacpp-metrics-after.txt')]
+    result = run({'url': server.url, 'engine': 'llamacpp', 'num_requests': 1, 'max_tokens': 8, 'prompts': ['Hi'],
+                  'warmup_requests': 0})
+    assert result['node']['gpu_before'] is None and result['node']['gpu_after'] is None
