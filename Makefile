@@ -59,7 +59,7 @@ BENCH_LAB := -i $(LAB_INV) playbooks/benchmark.yml -e @inventories/lab/llamacpp.
 bench-tune: lab-up  ## real llama.cpp pair on a lab node: deploy, the tuner's search, apply its pick; report in .lab/bench/tune
 	$(PLAYBOOK) $(BENCH_LAB) -e specdec_benchmark_mode=tune -e specdec_benchmark_apply=true
 
-bench-sweep: lab-up  ## the full sweep (none, 1, 2, 3, 4, 8 x c=1/4 x short/long x 3 blocks) on the lab; report in .lab/bench/sweep
+bench-sweep: lab-up  ## the full sweep (none, 1, 2, 3, 4, 8 x c=1/2 x short/long x 3 blocks) on the lab; report in .lab/bench/sweep
 	$(PLAYBOOK) $(BENCH_LAB) -e specdec_benchmark_mode=sweep
 
 preflight: lab-up  ## preflight checks on the lab (report in preflight-report.json)
