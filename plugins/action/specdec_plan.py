@@ -145,6 +145,15 @@ class ActionModule(ActionBase):
                                   "(e.g. in group_vars/spark_nodes.yml)."
                                   % (name, ", ".join("%s (%s)" % (h, v) for h, v in values.items())))
         if topology == "two_sparks":
+            ids = {}
+            for host in members:
+                try:
+                    info = hostvars[host].get("trtllm_container_image_info")
+                except Exception:  # a member without facts yet (before trtllm_container ran): nothing to compare
+                    info = None
+                if isinstance(info, dict) and info.get("id"):
+                    ids[host] = info["id"]
+            errors += _plan.check_same_image(ids, settings.get("trtllm_container_image"))
             for line in _plan.check_fabric(members, lambda h: dict(defaults, **user.get(h, {})), addresses):
                 if line not in errors:
                     errors.append(line)
