@@ -59,7 +59,7 @@ options:
     default: /var/lib/sparkops/specdec
   hf_cache_dir:
     description: The HF cache directory (C(specdec_hf_cache_dir)); empty means C(~/.cache/huggingface) of the user.
-    type: str
+    type: path
     default: ""
   node:
     description: This node's inventory name (its own addresses are not SSH targets).
@@ -176,14 +176,15 @@ facts:
 
 import glob
 import os
+import pwd
 import socket
 import ssl
 import time
 import urllib.error
 import urllib.parse
-import urllib.request
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.urls import ConnectionError as UrlsConnectionError, open_url
 
 from ansible_collections.sparkops.specdec.plugins.module_utils._preflight import ssh_targets
 
@@ -257,14 +258,16 @@ def hub_fact(params):
     if urllib.parse.urlsplit(url).scheme not in ("http", "https"):
         out["error"] = {"type": "bad_url", "errno": None, "text": "not an http(s) URL: %s" % url, "verify_message": None}
         return out
-    request = urllib.request.Request(url, headers={"User-Agent": "sparkops-preflight"})
     start = time.monotonic()
     try:
-        with urllib.request.urlopen(request, timeout=params["hub_timeout"]) as response:  # nosec: the configured endpoint
-            out["status"] = response.status
+        # The node's own proxy settings apply (use_proxy); no token and no netrc credentials are sent.
+        response = open_url(url, method="GET", timeout=params["hub_timeout"], http_agent="sparkops-preflight",
+                            use_netrc=False)
+        out["status"] = response.status
+        response.close()
     except urllib.error.HTTPError as exc:
         out["status"] = exc.code
-    except (urllib.error.URLError, OSError, ssl.SSLError, socket.timeout, ValueError) as exc:
+    except (urllib.error.URLError, OSError, ssl.SSLError, socket.timeout, ValueError, UrlsConnectionError) as exc:
         out["error"] = _error(exc)
     out["seconds"] = round(time.monotonic() - start, 3)
     return out
@@ -290,7 +293,7 @@ def gpu_fact(module, params, image_present):
 
 def user_part(module, params):
     container, image = params["container"], params["image"]
-    cache = os.path.expanduser(params["hf_cache_dir"] or "~/.cache/huggingface")
+    cache = params["hf_cache_dir"] or os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".cache", "huggingface")
     facts = {
         "docker_ps": run(module, ["docker", "ps", "--quiet"]),
         "runtimes": run(module, ["docker", "info"]),
@@ -324,7 +327,7 @@ def main():
             "container": {"type": "str", "required": True},
             "image": {"type": "str", "default": ""},
             "state_dir": {"type": "path", "default": "/var/lib/sparkops/specdec"},
-            "hf_cache_dir": {"type": "str", "default": ""},
+            "hf_cache_dir": {"type": "path", "default": ""},
             "node": {"type": "str", "default": ""},
             "fabric": {"type": "dict", "default": {}},
             "container_ssh_port": {"type": "int", "default": 2233},

@@ -46,13 +46,19 @@ class Node(object):
         return 0, "", ""
 
 
+def _raise(cls):
+    def handler(self, **kwargs):
+        raise cls(kwargs)
+    return handler
+
+
 @pytest.fixture
 def node(monkeypatch):
     fake = Node()
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", fake.get_bin_path)
     monkeypatch.setattr(basic.AnsibleModule, "run_command", fake.run_command)
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", lambda self, **kw: (_ for _ in ()).throw(Exit(kw)))
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", lambda self, **kw: (_ for _ in ()).throw(Fail(kw)))
+    monkeypatch.setattr(basic.AnsibleModule, "exit_json", _raise(Exit))
+    monkeypatch.setattr(basic.AnsibleModule, "fail_json", _raise(Fail))
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.delenv("HF_ENDPOINT", raising=False)
     return fake
@@ -74,8 +80,8 @@ def test_user_part_ssh_argv_read_only_and_bounded(node):
     result = call(dict(BASE))
     facts = result["facts"]
     assert result["changed"] is False
-    assert [(r["host"], r["address"]) for r in facts["ssh_nodes"]] == [("spark-2", "192.168.100.11"),
-                                                                        ("spark-2", "192.168.101.11")]
+    targets = [(r["host"], r["address"]) for r in facts["ssh_nodes"]]
+    assert targets == [("spark-2", "192.168.100.11"), ("spark-2", "192.168.101.11")]
     ssh = [c for c in node.calls if "ssh" in c]
     assert ssh[0] == ["timeout", "15", "ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-o",
                       "StrictHostKeyChecking=yes", "-o", "PasswordAuthentication=no", "-o", "LogLevel=ERROR",
