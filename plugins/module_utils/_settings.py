@@ -710,11 +710,11 @@ def _deployment_id(value, shown):
 
 
 def _hf_hub_requirement(value, shown):
-    normalized = re.sub(r'[-_.]+', '_', value.lower())
-    if 'huggingface_hub' in normalized and '\n' not in value:
+    # An exact pin: the controller fetches (and caches) the wheels of that version once and ships them to the nodes.
+    if re.match(r'^\s*huggingface[-_.]hub\s*==\s*[0-9][0-9A-Za-z.+!-]*\s*$', value, re.IGNORECASE):
         return []
-    return ['%s is not a pip requirement for huggingface_hub; set e.g. "huggingface_hub>=1.0,<3" or a wheel path.'
-            % shown]
+    return ['%s is not an exact pin of huggingface_hub; set e.g. "huggingface_hub==2.4.0" (the controller ships the '
+            'wheels of exactly that version to the nodes).' % shown]
 
 
 # Flags the role puts on the trtllm-serve command line itself (tasks/validate.yml of specdec_server).
@@ -945,9 +945,14 @@ BOUNDS = {
     'specdec_server_download_async_timeout': _int_range(1, note='seconds; the default is 86400'),
     'specdec_server_hf_venv': _abs_path('/opt/sparkops/hf-venv'),
     'specdec_server_hf_hub_requirement': _Check(_hf_hub_requirement),
-    # The tiktoken files are fetched from there (get_url): http(s) or a local mirror (file://).
+    # The controller fetches the tiktoken files from there once (get_url): http(s) or a mirror on the controller (file://).
     'specdec_server_tiktoken_base_url': _url(('http', 'https', 'file'), 'https://openaipublic.blob.core.windows.net/encodings'),
     'specdec_server_tiktoken_files': _each(_file_name('o200k_base.tiktoken')),
+    # Directories on the controller: the wheels of an air-gapped controller, and the cache of fetched files.
+    'specdec_server_wheel_dir': _abs_path('/srv/sparkops/wheels', empty_ok=True,
+                                          empty_means='the controller fetches the wheels from its package index'),
+    'specdec_server_controller_cache_dir': _abs_path('/var/cache/sparkops-specdec', empty_ok=True,
+                                                     empty_means='~/.cache/sparkops-specdec of the controller user'),
     'specdec_server_health_timeout': _int_range(1, note='seconds; first starts need up to 3600'),
     'specdec_server_health_interval': _int_range(1, note='seconds'),
     'specdec_server_smoke_max_tokens': _int_range(1),

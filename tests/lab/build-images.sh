@@ -21,6 +21,8 @@ mkdir -p "$state/images"
 # knows this machine's index and certificates) and installed offline in the images.
 HF_HUB_VERSION=${HF_HUB_VERSION:-2.4.0}
 wheels=$("$here/hf-wheels.sh" "$state" "$HF_HUB_VERSION")
+# The wheels (and pip) the controller ships to the lab nodes: the lab inventory's specdec_server_wheel_dir.
+"$here/hf-wheels.sh" "$state" "$HF_HUB_VERSION" nodes >/dev/null
 build() {  # build TAG DIR [docker build args...]; prints "changed TAG" when the image ID moved
   local tag=$1 dir=$2 before after ctx
   shift 2
