@@ -74,7 +74,7 @@ sanity: deps  ## ansible-test sanity on a copy of the collection
 units: deps  ## pytest unit tests
 	$(BIN)/python -m pytest -q tests/unit
 
-molecule: lab-up  ## Molecule scenarios on the lab: two nodes, downloads, fault tests, one node with each method, then the real llama.cpp engine
+molecule: lab-up  ## Molecule scenarios on the lab: two nodes, downloads, fault tests, one node with each method, then the real llama.cpp engine (benchmark and tuner), then stop safety
 	$(BIN)/molecule test -s two_nodes
 	$(BIN)/molecule test -s hf_download
 	$(BIN)/molecule test -s netplan_faults
@@ -85,6 +85,7 @@ molecule: lab-up  ## Molecule scenarios on the lab: two nodes, downloads, fault 
 	SPECDEC_METHOD=draft_target TRTLLM_STANDIN=1.4.0rc1 $(BIN)/molecule test -s single_node
 	SPECDEC_METHOD=none $(BIN)/molecule test -s single_node
 	$(BIN)/molecule test -s llamacpp
+	$(BIN)/molecule test -s stop_safety
 
 changelog-lint: deps  ## antsibull-changelog lint of changelogs/fragments
 	$(BIN)/antsibull-changelog lint
