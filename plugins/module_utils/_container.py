@@ -396,7 +396,7 @@ MESH_KEY = "id_ed25519"
 MESH_FILES = ("authorized_keys", "known_hosts", MESH_KEY)
 # Keys of the read's ``name=value`` lines.
 _READ_KEYS = ("user", "home", "ssh_dir", "key_dir", "mesh_key", "container_key", "mesh_pub", "host_pub", "container_pub",
-              "mesh_dir", "container_mesh_key", "container_mesh_pub")
+              "mesh_dir", "container_mesh_key", "container_mesh_pub", "container_key_dir")
 
 
 class MeshError(ValueError):
@@ -425,6 +425,8 @@ def mesh_node(read, me, addresses, host_key_dir, key_name):
 
     - fix_dirs: ~/.ssh (a directory of the user, 0700) and the container host key directory (root:root, 0700) when
       they are not so (the file module then creates or fixes them);
+    - clear_dirs: an empty directory Docker created where the container host key belongs (removed with rmdir, then
+      the key is created);
     - create_keys: the mesh key (as the user) and the container sshd host key (as root) whose private key is missing
       (ssh-keygen then creates it; an existing key is never replaced);
     - pubs: the public keys read (mesh, host = node sshd, container), '' for a key not there yet.
@@ -445,6 +447,15 @@ def mesh_node(read, me, addresses, host_key_dir, key_name):
         if (not have or have["type"] != "directory" or have["mode"] != "700" or have["owner"] != want["owner"]
                 or have["group"] != want.get("group", have["group"])):
             fix.append(want)
+    clear = []
+    key_path = "%s/%s" % (host_key_dir, CONTAINER_HOST_KEY)
+    if read.get("container_key_dir") not in (None, ""):
+        # Docker creates a missing bind-mount source as a directory (a container started before the key existed, e.g.
+        # restarted by its restart policy on a node whose /etc was reset): an empty one is ours to remove.
+        if str(read["container_key_dir"]).strip() != "0":
+            raise MeshError("ssh_mesh: %s on %s is a directory with files in it, where the container sshd host key "
+                            "belongs; move it away (it is not ours) and re-run." % (key_path, me))
+        clear.append(key_path)
     create = []
     if not read.get("mesh_key"):
         create.append({"role": "mesh", "path": "%s/.ssh/%s" % (home, key_name), "owner": user,
@@ -464,6 +475,7 @@ def mesh_node(read, me, addresses, host_key_dir, key_name):
         "addresses": [str(a) for a in _list(addresses)],
         "mesh_dir": mesh_dir,
         "fix_dirs": fix,
+        "clear_dirs": clear,
         "create_keys": create,
         "pubs": {"mesh": read.get("mesh_pub", ""), "host": read["host_pub"], "container": read.get("container_pub", ""),
                  "container_mesh": read.get("container_mesh_pub", "")},

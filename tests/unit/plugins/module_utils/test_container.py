@@ -370,9 +370,21 @@ def test_warm_node_has_nothing_to_create_or_fix():
     n = node()
     assert n == {
         "user": "spark", "home": "/home/spark", "addresses": ["192.168.100.10", "192.168.101.10"],
-        "mesh_dir": "/etc/sparkops/trtllm-ssh/mesh", "fix_dirs": [], "create_keys": [],
+        "mesh_dir": "/etc/sparkops/trtllm-ssh/mesh", "fix_dirs": [], "clear_dirs": [], "create_keys": [],
         "pubs": {"mesh": MESH_PUB, "host": HOST_PUB, "container": CONT_PUB, "container_mesh": CMESH_PUB},
     }
+
+
+def test_empty_directory_docker_left_at_the_host_key_is_cleared_then_the_key_created():
+    # A container restarted before the key existed (node /etc reset, restart policy): Docker made the bind source a dir.
+    n = node(container_key=None, container_pub="", container_key_dir="0")
+    assert n["clear_dirs"] == ["/etc/sparkops/trtllm-ssh/ssh_host_ed25519_key"]
+    assert [k["role"] for k in n["create_keys"]] == ["container"]
+
+
+def test_directory_with_files_at_the_host_key_is_not_ours_and_stops():
+    with pytest.raises(c.MeshError, match="is a directory with files in it"):
+        node(container_key=None, container_pub="", container_key_dir="2")
 
 
 def test_new_node_creates_both_dirs_and_keys():
