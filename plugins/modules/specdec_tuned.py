@@ -19,7 +19,7 @@ description:
     target model and draft model it was measured on (C(module_utils/_plan.py) C(apply_tuned))."
   - Only the C(tuned) key changes; the rest of the file is kept as it is. The server is not touched; the
     C(specdec_server) role restarts it, with consent, when the resolved launch spec differs from the running one.
-  - The file is replaced atomically and keeps its mode.
+  - The file is replaced atomically (C(AnsibleModule.atomic_move)) and keeps its mode and owner.
 author:
   - sparkops maintainers (@sparkops)
 options:
@@ -138,18 +138,15 @@ def main():
                           "before_header": "%s (tuned)" % path, "after_header": "%s (tuned)" % path}
     if changed and not module.check_mode:
         state["tuned"] = tuned
-        directory = os.path.dirname(path) or "."
-        mode = os.stat(path).st_mode & 0o7777
-        fd, tmp = tempfile.mkstemp(prefix=".tuned.", dir=directory)
+        fd, tmp = tempfile.mkstemp(prefix=".tuned.", dir=os.path.dirname(path) or ".")
         try:
             with os.fdopen(fd, "w") as handle:
                 handle.write(json.dumps(state, indent=2) + "\n")
-            os.chmod(tmp, mode)
-            os.replace(tmp, path)
         except OSError as exc:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            os.unlink(tmp)
             module.fail_json(msg="specdec_tuned: cannot write %s (%s); the file is unchanged." % (path, exc))
+        # Ansible's own atomic replace: keeps the existing file's mode, owner and SELinux context.
+        module.atomic_move(tmp, path)
     module.exit_json(**result)
 
 
