@@ -12,18 +12,34 @@ plugins/modules/specdec_plan.py.
 from __future__ import annotations
 
 import datetime
+import os
 
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
-from ansible_collections.sparkops.specdec.plugins.module_utils import _plan, _settings
+from ansible_collections.sparkops.specdec.plugins.module_utils import _plan, _secrets, _settings
 
 _ARGS = frozenset(("topology", "commits", "downloads", "image", "state", "server_running", "probe", "allow_restart"))
 # Settings that must be the same on every member of a deployment (the server's and the shared
 # facts, and the image: TP=2 needs one config and one engine on every rank).
 _SAME_ON_ALL = ("specdec_", "trtllm_container_image", "trtllm_container_trtllm_version")
+TOKEN = "specdec_server_hf_token"
+# A secret-looking variable (vault_hf_token, hf_token, ...) shorter than this is not taken as a secret to scrub: its
+# value would mask ordinary words in the messages. The token setting itself is always scrubbed.
+_MIN_SECRET = 8
+
+
+def _vaulted(value):
+    """Whether an inventory value is Vault-encrypted (ansible-core 2.19 EncryptedString, or the older class)."""
+    return bool(getattr(value, "__ENCRYPTED__", False)) or type(value).__name__ in ("EncryptedString",
+                                                                                    "AnsibleVaultEncryptedUnicode")
+
+
+def _add_secret(found, value, always=False):
+    if isinstance(value, str) and value and (always or len(value.strip()) >= _MIN_SECRET):
+        found.add(str(value))
 
 
 def _runtime_facts(hostvars, host):
@@ -42,6 +58,46 @@ def _runtime_facts(hostvars, host):
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
+    _scrub = None
+
+    def _scrubber(self, task_vars, hostvars, members):
+        """A scrub of the HF token in every form, for messages that quote a Jinja or library exception.
+
+        The token is looked for wherever it may come from: specdec_server_hf_token of this task and of every member
+        (when it can be evaluated), the controller's HF_TOKEN (the setting's default), and every variable of the
+        members and of this task that is Vault-encrypted or whose name looks secret (vault_hf_token: the source a
+        failing expression of the token is built from, and which its exception quotes).
+        """
+        found = set()
+        _add_secret(found, os.environ.get("HF_TOKEN"), always=True)
+        sources = [(None, task_vars, lambda name: self._templar.template(task_vars[name]))]
+        for host in members:
+            raw = hostvars.raw_get(host)
+            sources.append((host, raw, lambda name, host=host: hostvars[host][name]))
+        for host, variables, evaluate in sources:
+            names = list(variables.keys()) if hasattr(variables, "keys") else []
+            for name in names:
+                if name in ("hostvars", "vars", "groups", "group_names", "omit", "playbook_dir", "inventory_dir"):
+                    continue
+                token = name == TOKEN
+                try:
+                    raw_value = variables[name]
+                except Exception:  # a lazy variable that cannot even be read: nothing to learn from it
+                    continue
+                if not (token or _vaulted(raw_value) or _secrets.secret_env_name(name)):
+                    continue
+                try:
+                    value = evaluate(name)
+                except Exception:  # the failing expression itself; its message is what gets scrubbed
+                    continue
+                _add_secret(found, value, always=token)
+        return _secrets.Scrubber(sorted(found))
+
+    def _quote(self, exc):
+        """The first line of an exception's message, scrubbed of the token before it is cut to 200 characters."""
+        text = self._scrub(to_text(exc)) if self._scrub is not None else to_text(exc)
+        lines = text.splitlines() or [""]
+        return lines[0][:200]
 
     def _play_settings(self, task_vars, specs, given, errors):
         """specdec_server_* settings whose value for this task differs from the inventory's (and the default)."""
@@ -55,7 +111,7 @@ class ActionModule(ActionBase):
             try:
                 value = self._templar.template(task_vars[name])
             except Exception as exc:  # an undefined variable inside a play var
-                errors.append("%s: cannot be evaluated (%s); fix its value." % (name, to_text(exc).splitlines()[0][:200]))
+                errors.append("%s: cannot be evaluated (%s); fix its value." % (name, self._quote(exc)))
                 continue
             if name in given and given[name] == value:
                 continue
@@ -98,6 +154,8 @@ class ActionModule(ActionBase):
             if len(play_hosts) != 1:
                 errors.append("inventory: single_spark.yml serves on one Spark but targets %s; put one host in "
                               "spark_head, pass -e single_spark_host=NAME, or use --limit." % ", ".join(play_hosts))
+        # Messages below may quote an exception (an expression that fails), which may quote the token.
+        self._scrub = self._scrubber(task_vars, hostvars, members)
         for host in members:
             raw = hostvars.raw_get(host)
             runtime = _runtime_facts(hostvars, host)
@@ -107,8 +165,7 @@ class ActionModule(ActionBase):
                 try:
                     given[name] = hostvars[host][name]
                 except Exception as exc:  # an undefined variable inside a setting
-                    errors.append("%s on %s: cannot be evaluated (%s); fix its value."
-                                  % (name, host, to_text(exc).splitlines()[0][:200]))
+                    errors.append("%s on %s: cannot be evaluated (%s); fix its value." % (name, host, self._quote(exc)))
             # specdec_server_* set for this play (play, role, include or task vars; e.g. the benchmark's sweep
             # points) win over the inventory as Ansible's precedence says; hostvars alone would miss them.
             for name, value in self._play_settings(task_vars, specs, given, errors).items():
@@ -183,8 +240,8 @@ class ActionModule(ActionBase):
         result["deployment"] = {k: v for k, v in dep.items() if k != "settings"}
         if errors:
             result["failed"] = True
-            result["msg"] = ("Deployment %s: %d problem(s), nothing was changed:\n- %s"
-                             % (dep["id"], len(errors), "\n- ".join(errors)))
+            result["msg"] = self._scrub("Deployment %s: %d problem(s), nothing was changed:\n- %s"
+                                        % (dep["id"], len(errors), "\n- ".join(errors)))
             return result
         plan = built["plan"]
         result["errors"] = []

@@ -1,0 +1,142 @@
+# -*- coding: utf-8 -*-
+"""specdec_plan's "cannot be evaluated (<exception>)" messages quote a Jinja or library exception, which may quote
+the HF token (e.g. a templated specdec_server_hf_token that fails on the token's value): the quote is scrubbed of
+the token in every form. The expressions are evaluated by ansible-core's own Templar, as hostvars would."""
+
+from __future__ import annotations
+
+import base64
+import types
+import urllib.parse
+
+import pytest
+
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+from ansible_collections.sparkops.specdec.plugins.action import specdec_plan
+
+CANARY = "hf_canaryPlanQuote0123456789abcdefXYZ"
+FORMS = {
+    "raw": CANARY,
+    "url": urllib.parse.quote("x" + CANARY),
+    "base64": base64.b64encode(("user:" + CANARY).encode()).decode(),
+    "bearer": "Bearer " + CANARY,
+    "escaped": repr(CANARY + "\n")[1:-1],
+}
+
+
+def trusted(value):
+    return trust_as_template(value) if isinstance(value, str) and "{{" in value else value
+
+
+class HostVarsOf:
+    """hostvars[host][name] evaluates the host's variables with ansible-core's Templar (as HostVars does)."""
+
+    def __init__(self, templar):
+        self.templar = templar
+
+    def __getitem__(self, name):
+        return self.templar.template(self.templar.available_variables[name])
+
+    def get(self, name, default=None):
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+
+class HostVars(dict):
+    def __init__(self, hosts):
+        super().__init__()
+        self.raw = {h: {k: trusted(v) for k, v in variables.items()} for h, variables in hosts.items()}
+        for host, variables in self.raw.items():
+            self[host] = HostVarsOf(Templar(loader=DataLoader(), variables=variables))
+
+    def raw_get(self, host):
+        return self.raw[host]
+
+
+def run(hosts, play_vars=None, topology="single_spark"):
+    task = types.SimpleNamespace(args={"topology": topology}, check_mode=False, diff=False, async_val=0,
+                                 action="sparkops.specdec.specdec_plan")
+    connection = types.SimpleNamespace(_shell=types.SimpleNamespace(tmpdir=None))
+    action = specdec_plan.ActionModule(task, connection, None, DataLoader(), None, None)
+    hostvars = HostVars(hosts)
+    names = list(hosts)
+    task_vars = {"inventory_hostname": names[0], "hostvars": hostvars, "ansible_play_hosts_all": names,
+                 "groups": {"spark_head": names[:1], "spark_workers": names[1:]}}
+    task_vars.update({k: trusted(v) for k, v in (play_vars or {}).items()})
+    action._templar = Templar(loader=DataLoader(), variables=task_vars)
+    return action.run(task_vars=task_vars)
+
+
+def assert_clean(msg):
+    for form, text in FORMS.items():
+        assert text not in msg, form
+    assert "PlanQuote" not in msg and "0123456789abcdefXYZ" not in msg
+
+
+@pytest.fixture(autouse=True)
+def no_env_token(monkeypatch):
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+
+
+def test_failing_token_expression_quotes_the_token_and_is_scrubbed():
+    """The token built from a vaulted-style source fails on its value: Jinja's message names the value."""
+    result = run({"spark-1": {"ansible_host": "10.0.0.1", "vault_hf_token": CANARY,
+                              "specdec_server_hf_token": "{{ {}[vault_hf_token] }}"}})
+    assert result["failed"]
+    line = [x for x in result["msg"].splitlines() if x.startswith("- specdec_server_hf_token on spark-1: cannot be")]
+    assert len(line) == 1, result["msg"]
+    # The exception is quoted (what failed), the token is not.
+    assert "has no attribute '********'" in line[0] and line[0].endswith("; fix its value.")
+    assert_clean(result["msg"])
+
+
+@pytest.mark.parametrize("form", sorted(FORMS))
+def test_every_form_of_the_token_in_a_quoted_exception_is_scrubbed(form):
+    """Another setting's expression fails with a message quoting the (evaluable) token in each form."""
+    hosts = {"spark-1": {"ansible_host": "10.0.0.1", "specdec_server_hf_token": CANARY, "leak": FORMS[form],
+                         "specdec_server_port": "{{ {}[leak] }}"}}
+    result = run(hosts)
+    line = [x for x in result["msg"].splitlines() if x.startswith("- specdec_server_port on spark-1: cannot be")]
+    assert len(line) == 1 and "********" in line[0], result["msg"]
+    assert_clean(result["msg"])
+
+
+def test_token_is_scrubbed_before_the_quote_is_cut():
+    """A long message puts the token across the 200-character cut: the cut must not leave half of it."""
+    hosts = {"spark-1": {"ansible_host": "10.0.0.1", "my_hf_token": CANARY,
+                         "specdec_server_hf_token": "{{ my_hf_token }}",
+                         "specdec_server_port": "{{ {}['%s' ~ my_hf_token] }}" % ("p" * 150)}}
+    result = run(hosts)
+    assert result["failed"] and "specdec_server_port on spark-1: cannot be evaluated" in result["msg"]
+    assert "hf_canary" not in result["msg"] and "hf_can" not in result["msg"]
+
+
+def test_controller_hf_token_and_play_vars_are_scrubbed(monkeypatch):
+    """The setting's default is the controller's HF_TOKEN; a play var that fails quotes it."""
+    monkeypatch.setenv("HF_TOKEN", CANARY)
+    result = run({"spark-1": {"ansible_host": "10.0.0.1"}},
+                 play_vars={"env_token": CANARY, "specdec_server_max_draft_len": "{{ {}[env_token] }}"})
+    line = [x for x in result["msg"].splitlines() if x.startswith("- specdec_server_max_draft_len: cannot be")]
+    assert len(line) == 1 and "'********'" in line[0], result["msg"]
+    assert_clean(result["msg"])
+
+
+def test_both_nodes_tokens_are_scrubbed():
+    hosts = {"spark-1": {"ansible_host": "10.0.0.1", "specdec_server_hf_token": CANARY},
+             "spark-2": {"ansible_host": "10.0.0.2", "specdec_server_hf_token": CANARY,
+                         "specdec_server_port": "{{ {}[specdec_server_hf_token] }}"}}
+    result = run(hosts, topology="two_sparks")
+    assert "specdec_server_port on spark-2: cannot be evaluated" in result["msg"]
+    assert_clean(result["msg"])
+
+
+def test_ordinary_words_are_not_masked():
+    """A short secret-looking variable (a flag) is no secret to scrub: the quote stays readable."""
+    hosts = {"spark-1": {"ansible_host": "10.0.0.1", "use_token": "yes",
+                         "specdec_server_port": "{{ {}['yes_port'] }}"}}
+    result = run(hosts)
+    assert "no attribute 'yes_port'" in result["msg"]
