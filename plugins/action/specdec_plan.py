@@ -70,11 +70,11 @@ class ActionModule(ActionBase):
         """
         found = set()
         _add_secret(found, os.environ.get("HF_TOKEN"), always=True)
-        sources = [(None, task_vars, lambda name: self._templar.template(task_vars[name]))]
+        sources = [(task_vars, lambda name: self._templar.template(task_vars[name]))]
         for host in members:
             raw = hostvars.raw_get(host)
-            sources.append((host, raw, lambda name, host=host: hostvars[host][name]))
-        for host, variables, evaluate in sources:
+            sources.append((raw, lambda name, host=host: hostvars[host][name]))
+        for variables, evaluate in sources:
             names = list(variables.keys()) if hasattr(variables, "keys") else []
             for name in names:
                 if name in ("hostvars", "vars", "groups", "group_names", "omit", "playbook_dir", "inventory_dir"):
