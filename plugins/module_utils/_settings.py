@@ -956,6 +956,9 @@ BOUNDS = {
     'specdec_server_health_timeout': _int_range(1, note='seconds; first starts need up to 3600'),
     'specdec_server_health_interval': _int_range(1, note='seconds'),
     'specdec_server_smoke_max_tokens': _int_range(1),
+    # The tool-call smoke test (module_utils/_toolcall.py): auto = gpt-oss targets only.
+    'specdec_server_tool_smoke_test': _one_of('auto', 'always', 'never'),
+    'specdec_server_tool_smoke_max_tokens': _int_range(1),
 
     # --- specdec_benchmark ---
     # Sweep points: none (the baseline) or a draft length in specdec_server_max_draft_len's range.

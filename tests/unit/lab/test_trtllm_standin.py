@@ -1143,3 +1143,114 @@ def test_mpi_ranks_on_different_versions_disagree(models, tmp_path):
     assert r.returncode != 0
     assert "MPI ranks run different TensorRT-LLM versions (rank 0 (" in r.stderr
     assert ") 1.4.0rc1): every node must run the same image" in r.stderr
+
+
+# --------------------------------------------------------------------------
+# tool calls (gpt-oss / Harmony) and the #16377 fault switch
+# --------------------------------------------------------------------------
+
+def _tool_server(tmp_path, name, spec=True, model_type="gpt_oss", faults=None):
+    target = tmp_path / f"{name}-target"
+    draft = tmp_path / f"{name}-draft"
+    for d in (target, draft):
+        d.mkdir()
+    (target / "config.json").write_text(json.dumps({"model_type": model_type}))
+    (draft / "config.json").write_text("{}")
+    args = [PY, str(SERVE), "serve", str(target), "--host", "127.0.0.1"]
+    if spec:
+        args += ["--config", str(write(tmp_path, f"{name}.yaml", runbook_eagle(draft)))]
+    port = free_port()
+    env = clean_env(SPARKOPS_STANDIN_LOAD_SECONDS="0.1", **({"SPARKOPS_STANDIN_FAULTS": faults} if faults else {}))
+    srv = Server(args + ["--port", str(port)], port, tmp_path, env, name=name)
+    srv.wait_healthy()
+    srv.model = str(target)
+    return srv
+
+
+def _tool_request(model, **extra):
+    from ansible_collections.sparkops.specdec.plugins.module_utils import _toolcall
+    return dict(_toolcall.request(model, 64), **extra)
+
+
+@needs_py
+def test_tool_call_on_gpt_oss_passes_the_smoke_verdict(tmp_path):
+    from ansible_collections.sparkops.specdec.plugins.module_utils import _toolcall
+    srv = _tool_server(tmp_path, "harmony")
+    try:
+        status, _headers, raw = http_post(srv.port, "/v1/chat/completions", _tool_request(srv.model))
+        assert status == 200
+        resp = json.loads(raw)
+        choice = resp["choices"][0]
+        assert choice["finish_reason"] == "tool_calls"
+        assert choice["message"]["content"] is None and choice["message"]["reasoning_content"]
+        (tc,) = choice["message"]["tool_calls"]
+        assert tc["type"] == "function" and tc["function"]["name"] == "get_weather"
+        assert json.loads(tc["function"]["arguments"]) == {"city": "Paris"}
+        verdict = _toolcall.verdict(resp)
+        assert verdict["ok"] is True and verdict["arguments"] == {"city": "Paris"}
+        # tool_choice none: a text answer, no call.
+        status, _headers, raw = http_post(srv.port, "/v1/chat/completions",
+                                          _tool_request(srv.model, tool_choice="none"))
+        assert status == 200 and json.loads(raw)["choices"][0]["message"]["tool_calls"] == []
+        # Streaming: the call arrives in a delta, the stream ends with finish_reason tool_calls.
+        req = urllib.request.Request(f"http://127.0.0.1:{srv.port}/v1/chat/completions",
+                                     data=json.dumps(_tool_request(srv.model, stream=True)).encode(),
+                                     headers={"content-type": "application/json"})
+        with urllib.request.urlopen(req, timeout=10) as r:
+            events = [json.loads(line[6:]) for line in r.read().decode().splitlines()
+                      if line.startswith("data: {")]
+        deltas = [c["delta"] for e in events for c in e["choices"]]
+        assert [d["tool_calls"][0]["function"]["name"] for d in deltas if "tool_calls" in d] == ["get_weather"]
+        assert events[-1]["choices"][0]["finish_reason"] == "tool_calls"
+    finally:
+        srv.stop()
+
+
+@needs_py
+@pytest.mark.parametrize("body,param", [
+    ({"tools": "get_weather"}, "tools"),
+    ({"tools": [{"type": "function", "function": {"name": "bad name!"}}]}, "tools"),
+    ({"tools": [{"type": "retrieval"}]}, "tools"),
+    ({"tool_choice": {"type": "function", "function": {"name": "get_time"}}}, "tool_choice"),
+    ({"tool_choice": "sometimes"}, "tool_choice"),
+])
+def test_tool_requests_are_validated(tmp_path, body, param):
+    srv = _tool_server(tmp_path, "validate", spec=False)
+    try:
+        status, _headers, raw = http_post(srv.port, "/v1/chat/completions", _tool_request(srv.model, **body))
+        assert status == 400 and json.loads(raw)["param"] == param
+    finally:
+        srv.stop()
+
+
+@needs_py
+def test_fault_16377_drops_tool_calls_only_with_speculation(tmp_path):
+    from ansible_collections.sparkops.specdec.plugins.module_utils import _toolcall
+    for spec, symptom in ((True, "empty"), (False, None)):
+        srv = _tool_server(tmp_path, "fault-%s" % spec, spec=spec, faults="drop_tool_calls_with_speculation")
+        try:
+            _status, _headers, raw = http_post(srv.port, "/v1/chat/completions", _tool_request(srv.model))
+            verdict = _toolcall.verdict(json.loads(raw))
+            assert verdict["symptom"] == symptom, (spec, verdict)
+        finally:
+            srv.stop()
+
+
+@needs_py
+def test_other_targets_answer_tools_in_text_like_trtllm_without_a_tool_parser(tmp_path):
+    from ansible_collections.sparkops.specdec.plugins.module_utils import _toolcall
+    srv = _tool_server(tmp_path, "llama", model_type="llama")
+    try:
+        _status, _headers, raw = http_post(srv.port, "/v1/chat/completions", _tool_request(srv.model))
+        assert _toolcall.verdict(json.loads(raw))["symptom"] == "text_only"
+    finally:
+        srv.stop()
+
+
+@needs_py
+def test_unknown_fault_name_fails_the_start(models):
+    target, _unused = models
+    out = run_serve(["serve", str(target), "--port", str(free_port())],
+                    env=clean_env(SPARKOPS_STANDIN_FAULTS="drop_everything"))
+    assert out.returncode == 1
+    assert "SPARKOPS_STANDIN_FAULTS: unknown fault(s) drop_everything" in out.stdout + out.stderr

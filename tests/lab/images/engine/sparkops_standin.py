@@ -37,6 +37,16 @@ value makes trtllm-serve exit 1.  In both versions:
   validated speculative configuration; none of the real server's counters or
   gauges (``trtllm_*``) is emitted, so nothing can compute a speed or an
   acceptance rate from a stand-in.
+* tool calls (``tools``, ``tool_choice`` of ``/v1/chat/completions``) on a gpt-oss
+  target (``model_type: gpt_oss`` in its ``config.json``, the Harmony format that
+  trtllm-serve parses without ``--tool_parser``): the request's tools are validated
+  and the first tool (or the named one) is "called" with arguments made from its
+  JSON schema (strings: the prompt's first capitalised word inside a sentence) -- not a model's
+  decision.  Other targets answer in text, as trtllm-serve does without a tool
+  parser.  ``SPARKOPS_STANDIN_FAULTS=drop_tool_calls_with_speculation`` reproduces
+  NVIDIA/TensorRT-LLM#16377 (gpt-oss + Eagle3: empty ``tool_calls`` and
+  ``content``, ``reasoning_content`` set; fine with speculation off).  Unknown
+  fault names make trtllm-serve exit 1.
 
 Exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 1 for configuration or
 environment errors, 2 for command-line usage errors.
@@ -983,6 +993,7 @@ class Prepared:
         self.exit_code = 0
         self.digest = None
         self.warnings = []
+        self.faults = set()
 
 
 def prepare(argv):
@@ -1037,6 +1048,10 @@ def prepare(argv):
             p.draft_path = check_draft(spec)
         except StandinError as exc:
             problems.append(str(exc))
+    try:
+        p.faults = faults_from_env()
+    except StandinError as exc:
+        problems.append(str(exc))
     if problems:
         p.error = "\n".join(problems)
         p.exit_code = 1
@@ -1140,6 +1155,9 @@ class ServeState:
         spec = p.eff.get("speculative_config")
         self.spec = spec
         self.draft_path = p.draft_path
+        # Harmony (gpt-oss): trtllm-serve parses its tool calls without --tool_parser.
+        self.harmony = model_type(p.model_path) == "gpt_oss"
+        self.faults = p.faults
         if spec:
             parts = [f"decoding_type={spec['decoding_type']}",
                      f"max_draft_len={spec['max_draft_len']}"]
@@ -1203,6 +1221,108 @@ class ServeState:
 
 def _prom_escape(value):
     return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+FAULTS_ENV = "SPARKOPS_STANDIN_FAULTS"
+# Lab-only fault switches that reproduce known TensorRT-LLM bugs.
+KNOWN_FAULTS = {
+    # NVIDIA/TensorRT-LLM#16377: gpt-oss + Eagle3 on trtllm-serve returns empty tool_calls and
+    # content (reasoning_content set); works with speculation off.
+    "drop_tool_calls_with_speculation",
+}
+_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def faults_from_env():
+    raw = os.environ.get(FAULTS_ENV, "")
+    names = [x.strip() for x in raw.split(",") if x.strip()]
+    unknown = sorted(set(names) - KNOWN_FAULTS)
+    if unknown:
+        raise StandinError(f"{FAULTS_ENV}: unknown fault(s) {', '.join(unknown)}; known: "
+                          f"{', '.join(sorted(KNOWN_FAULTS))}")
+    return set(names)
+
+
+def model_type(model_path):
+    """``model_type`` from the model's config.json ("" when unreadable)."""
+    try:
+        with open(os.path.join(str(model_path), "config.json"), encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError, TypeError):
+        return ""
+    return str(data.get("model_type", "")) if isinstance(data, dict) else ""
+
+
+def parse_tools(req):
+    """Validate ``tools``/``tool_choice`` like the OpenAI schema; returns (tools, choice)."""
+    tools = req.get("tools")
+    choice = req.get("tool_choice")
+    if tools is None:
+        if choice not in (None, "none"):
+            raise HttpError(400, "tool_choice is set but no tools are given", param="tool_choice")
+        return [], "none"
+    if not isinstance(tools, list):
+        raise HttpError(400, "tools must be a list", param="tools")
+    names = []
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, dict) or tool.get("type") != "function" or \
+                not isinstance(tool.get("function"), dict):
+            raise HttpError(400, f"tools.{i}: must be {{type: function, function: {{...}}}}",
+                            param="tools")
+        fn = tool["function"]
+        name = fn.get("name")
+        if not isinstance(name, str) or not _TOOL_NAME_RE.match(name):
+            raise HttpError(400, f"tools.{i}.function.name: must be 1-64 letters, digits, _ or -",
+                            param="tools")
+        params = fn.get("parameters", {})
+        if not isinstance(params, dict):
+            raise HttpError(400, f"tools.{i}.function.parameters: must be an object",
+                            param="tools")
+        names.append(name)
+    if choice is None:
+        choice = "auto" if tools else "none"
+    if isinstance(choice, dict):
+        named = (choice.get("function") or {}).get("name") if choice.get("type") == "function" \
+            else None
+        if named not in names:
+            raise HttpError(400, "tool_choice names a function that is not in tools",
+                            param="tool_choice")
+        return tools, named
+    if choice not in ("none", "auto"):
+        raise HttpError(400, "tool_choice must be none, auto or {type: function, function: "
+                        "{name: ...}}", param="tool_choice")
+    return tools, choice
+
+
+def _schema_value(name, schema, prompt_text):
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if isinstance(schema, dict) and isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    if kind == "integer":
+        return 1
+    if kind == "number":
+        return 1.0
+    if kind == "boolean":
+        return True
+    if kind == "array":
+        return []
+    if kind == "object":
+        return {}
+    # The first capitalised word that does not start a sentence (a name, e.g. a city).
+    words = re.findall(r"(?<![.?!]\s)(?<!^)(?<=\s)[A-Z][A-Za-z-]+", prompt_text.strip())
+    return words[0] if words else name
+
+
+def tool_call_for(tools, choice, prompt_text):
+    """The stand-in's tool call: the named tool, else the first; arguments from its schema."""
+    fn = next((t["function"] for t in tools if t["function"]["name"] == choice),
+              tools[0]["function"])
+    params = fn.get("parameters") or {}
+    props = params.get("properties") or {}
+    args = {k: _schema_value(k, props.get(k, {}), prompt_text)
+            for k in (params.get("required") or [])}
+    return {"id": "chatcmpl-tool-" + uuid.uuid4().hex, "type": "function",
+            "function": {"name": fn["name"], "arguments": json.dumps(args)}}
 
 
 class HttpError(Exception):
@@ -1350,8 +1470,10 @@ class Handler(BaseHTTPRequestHandler):
                 raise HttpError(400, "stream must be a boolean", param="stream")
             opts = req.get("stream_options") or {}
             include_usage = bool(isinstance(opts, dict) and opts.get("include_usage"))
+            tools, tool_choice = [], "none"
             if path == "/v1/chat/completions":
                 prompt_text, prompt_tokens = self._chat_prompt(req)
+                tools, tool_choice = parse_tools(req)
                 chat = True
             else:
                 prompt_text, prompt_tokens = self._completion_prompt(req)
@@ -1370,6 +1492,9 @@ class Handler(BaseHTTPRequestHandler):
         rid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
         created = int(time.time())
         model = self.st.model_id
+        if chat and tools and tool_choice != "none" and self.st.harmony:
+            return self._tool_answer(rid, created, model, tools, tool_choice, prompt_text,
+                                     prompt_tokens, n, stream, include_usage)
         if stream:
             return self._stream(chat, rid, created, model, pieces, finish, n, usage,
                                 include_usage)
@@ -1386,6 +1511,61 @@ class Handler(BaseHTTPRequestHandler):
         self._json(200, {"id": rid, "object": obj, "created": created, "model": model,
                          "choices": choices, "usage": usage,
                          "system_fingerprint": FINGERPRINT})
+
+    def _tool_answer(self, rid, created, model, tools, choice, prompt_text, prompt_tokens, n,
+                     stream, include_usage):
+        dropped = bool(self.st.spec) and "drop_tool_calls_with_speculation" in self.st.faults
+        calls = [] if dropped else [tool_call_for(tools, choice, prompt_text)]
+        name = calls[0]["function"]["name"] if calls else tools[0]["function"]["name"]
+        reasoning = f"The user asks something the {name} tool answers. I should call {name}."
+        finish = "tool_calls" if calls else "stop"
+        completion = len(_pieces(reasoning)) + (8 if calls else 0)
+        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": completion * n,
+                 "total_tokens": prompt_tokens + completion * n}
+        message = {"role": "assistant", "content": None if calls else "",
+                   "reasoning_content": reasoning, "tool_calls": calls}
+        if stream:
+            return self._stream_message(rid, created, model, message, finish, n, usage,
+                                        include_usage)
+        choices = [{"index": i, "message": dict(message), "logprobs": None,
+                    "finish_reason": finish, "stop_reason": None} for i in range(n)]
+        self._json(200, {"id": rid, "object": "chat.completion", "created": created,
+                         "model": model, "choices": choices, "usage": usage,
+                         "system_fingerprint": FINGERPRINT})
+
+    def _stream_message(self, rid, created, model, message, finish, n, usage, include_usage):
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream; charset=utf-8")
+        self.send_header("cache-control", "no-cache")
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        chunks = []
+        for i in range(n):
+            chunks.append([{"index": i, "delta": {"role": "assistant", "content": ""},
+                            "logprobs": None, "finish_reason": None}])
+            chunks.append([{"index": i, "delta": {"reasoning_content": message["reasoning_content"]},
+                            "logprobs": None, "finish_reason": None}])
+            if message["tool_calls"]:
+                calls = [dict(c, index=k) for k, c in enumerate(message["tool_calls"])]
+                chunks.append([{"index": i, "delta": {"tool_calls": calls}, "logprobs": None,
+                                "finish_reason": None}])
+            chunks.append([{"index": i, "delta": {}, "logprobs": None,
+                            "finish_reason": finish, "stop_reason": None}])
+        try:
+            for choices in chunks:
+                chunk = {"id": rid, "object": "chat.completion.chunk", "created": created,
+                         "model": model, "system_fingerprint": FINGERPRINT, "choices": choices}
+                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            if include_usage:
+                chunk = {"id": rid, "object": "chat.completion.chunk", "created": created,
+                         "model": model, "system_fingerprint": FINGERPRINT, "choices": [],
+                         "usage": usage}
+                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass
 
     def _check_model(self, req):
         if "model" not in req:

@@ -518,3 +518,18 @@ def test_regression_trtllm_launch_specs_unchanged(case, version):
     assert out["plan"]["fingerprint"] == TRTLLM_FINGERPRINTS[(case, version)]
     assert out["plan"]["engine"] == "trtllm" and out["plan"]["config_file"] == "/var/lib/sparkops/specdec/extra-llm-api-config.yml"
     assert out["plan"]["model_files"] is None and all("allow_patterns" not in m for m in out["plan"]["models"])
+
+
+# ------------------------------------------------------------------ tool-call smoke test
+@pytest.mark.parametrize("settings,members,run", [
+    ({"specdec_server_method": "eagle3"}, ["spark-1"], True),            # gpt-oss: auto runs it
+    ({"specdec_server_method": "none", "specdec_server_preset": "gpt-oss-120b-eagle3"}, ["spark-1"], True),
+    ({"specdec_server_method": "draft_target"}, ["spark-1"], False),     # Llama 3.3: auto skips it
+    ({}, ["spark-1", "spark-2"], False),                                  # Qwen3 TP=2
+    ({"specdec_server_tool_smoke_test": "always"}, ["spark-1", "spark-2"], True),
+    ({"specdec_server_method": "eagle3", "specdec_server_tool_smoke_test": "never"}, ["spark-1"], False),
+])
+def test_plan_says_whether_the_tool_call_smoke_test_runs(settings, members, run):
+    plan = ok(settings, members=members)
+    assert plan["tool_smoke"]["run"] is run
+    assert plan["tool_smoke"]["why"]

@@ -350,6 +350,10 @@ NEGATIVE_CASES = [
     ('smoke-test-not-bool', {'specdec_server_smoke_test': 'quick'}, 'specdec_server_smoke_test', 'is not a boolean'),
     ('smoke-max-tokens-zero', {'specdec_server_smoke_max_tokens': 0}, 'specdec_server_smoke_max_tokens',
      'is out of range'),
+    ('tool-smoke-not-a-mode', {'specdec_server_tool_smoke_test': 'yes'}, 'specdec_server_tool_smoke_test',
+     'auto, always'),
+    ('tool-smoke-max-tokens-zero', {'specdec_server_tool_smoke_max_tokens': 0},
+     'specdec_server_tool_smoke_max_tokens', 'is out of range'),
 
     # --- specdec_benchmark ---
     ('bench-consent-not-bool', {'specdec_benchmark_allow_restart': 'maybe'}, 'specdec_benchmark_allow_restart',
