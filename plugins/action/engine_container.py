@@ -4,7 +4,7 @@
 """Action plugin of sparkops.specdec.engine_container (documentation: plugins/modules/engine_container.py).
 
 Runs community.docker.docker_container in check mode first; refuses, changing nothing, when that would recreate a
-running container without consent; else applies it, waits for the container's sshd on its first fabric address, and
+running container without consent, or when a bind-mount source is missing or of the wrong type; else applies it, waits for the container's sshd on its first fabric address, and
 publishes the image facts. The decisions are in module_utils/_container.py.
 """
 
@@ -34,6 +34,7 @@ ARGUMENT_SPEC = {
     "engine": {"type": "str", "default": "trtllm", "choices": ["trtllm", "llamacpp"]},
     "sshd_port": {"type": "int", "default": 0},
     "start_timeout": {"type": "int", "default": 300},
+    "mount_stats": {"type": "list", "elements": "dict", "default": []},
 }
 
 
@@ -77,6 +78,12 @@ class ActionModule(ActionBase):
                 result.update(failed=True, changed=False, msg=refusal, differences=_container.plan_differences(plan))
                 return result
             run = plan
+            if plan.get("changed") and not check and args["mount_stats"]:
+                # Docker would create a missing bind-mount source as an empty directory (a missing host key file too).
+                problems = _container.mount_problems(spec, args["mount_stats"])
+                if problems:
+                    result.update(failed=True, changed=False, msg="\n".join(problems), mount_problems=problems)
+                    return result
             if plan.get("changed") and not check:
                 run = self._module(DOCKER_CONTAINER, spec, task_vars, check_mode=False)
                 if run.get("failed"):

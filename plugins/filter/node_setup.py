@@ -4,6 +4,8 @@
 """PRIVATE filters of the ssh_mesh and trtllm_container roles (the logic is in module_utils/_container.py).
 
 - ``settings | sparkops.specdec.trtllm_container_spec``: the docker_container parameters of the engine container.
+- ``settings | sparkops.specdec.trtllm_container_mounts``: its bind mounts, each with the type its source must have
+  (file or directory), what it is and the fix; the role stats each source for engine_container's check.
 - ``settings | sparkops.specdec.trtllm_sshd_image(info_results, probes)``: which image with sshd the
   multi-node container runs, whether to build it (and its Dockerfile) or to probe an image for sshd first;
   ``image | sparkops.specdec.trtllm_sshd_image_name(named)``: the derived (or named) image to look for;
@@ -44,6 +46,10 @@ def trtllm_container_spec(settings):
         return _container.container_spec(dict(settings))
     except _container.ContainerError as exc:
         raise AnsibleFilterError(str(exc)) from None
+
+
+def trtllm_container_mounts(settings):
+    return _container.container_mounts(dict(settings))
 
 
 def _first_image(result):
@@ -105,6 +111,7 @@ class FilterModule(object):
     def filters(self):
         return {
             "trtllm_container_spec": trtllm_container_spec,
+            "trtllm_container_mounts": trtllm_container_mounts,
             "trtllm_sshd_image": trtllm_sshd_image,
             "trtllm_sshd_image_name": trtllm_sshd_image_name,
             "trtllm_sshd_build_failure": trtllm_sshd_build_failure,

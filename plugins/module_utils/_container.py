@@ -5,7 +5,8 @@
 functions (no Ansible, no I/O). Not a public API of sparkops.specdec.
 
 * trtllm_container: the ``community.docker.docker_container`` parameters of the long-lived engine container
-  (environment, mounts, devices, labels) from the role's settings, the consent rule for recreating a running
+  (environment, mounts, devices, labels) from the role's settings, the bind mounts with the type each source must
+  have and the problems of the sources found on the node, the consent rule for recreating a running
   container, the image facts the plan reads (``trtllm_container_image_info``), and which image with sshd a
   multi-node container runs (the image itself, a derived or named one, or a derived one to build first).
 * ssh_mesh: the node's mesh identity from its probe, the directories that need creating or fixing, the public keys
@@ -114,11 +115,7 @@ def container_spec(settings):
     hca = _list(s.get("nccl_ib_hca"))
     if hca:
         env["NCCL_IB_HCA"] = ",".join(hca)
-    volumes = ["%s:%s" % (s["hf_cache"], s["container_hf_cache_dir"]), "%s:%s" % (state_dir, state_dir)]
-    if multinode:
-        key_dir = s["host_key_dir"].rstrip("/")
-        volumes += ["%s/%s:%s/%s:ro" % (key_dir, CONTAINER_HOST_KEY, CONTAINER_HOST_KEY_DIR, CONTAINER_HOST_KEY),
-                    "%s/%s:%s:ro" % (key_dir, MESH_DIR, CONTAINER_SSH_DIR)]
+    volumes = [_volume(m) for m in container_mounts(s)]
     spec = {
         "name": s["name"],
         "image": s["image"],
@@ -146,6 +143,113 @@ def container_spec(settings):
     if s.get("infiniband_device"):
         spec["devices"] = ["%s:%s" % (s["infiniband_device"], s["infiniband_device"])]
     return spec
+
+
+# The bind mounts of the engine container, each with the type its source on the node must have. Docker creates a
+# missing source as an empty root-owned directory, silently: a missing file (the sshd host key before ssh_mesh made it)
+# becomes a directory, and the container's sshd never starts. engine_container checks them before it creates the
+# container (mount_problems).
+_RUN_SSH_MESH = ("run the ssh_mesh role on this node before trtllm_container (playbooks/two_sparks.yml does), which "
+                 "creates it")
+
+
+def container_mounts(settings):
+    """The bind mounts of the engine container: [{'source', 'target', 'read_only', 'type', 'what', 'fix'}].
+
+    type is ``file`` or ``directory`` (what the source on the node must be); what names the mount and its setting;
+    fix says what makes the source right. settings: as container_spec (hf_cache, container_hf_cache_dir, state_dir,
+    multinode, host_key_dir).
+    """
+    s = settings
+    state_dir = str(s["state_dir"])
+    mounts = [
+        {"source": str(s["hf_cache"]), "target": str(s["container_hf_cache_dir"]), "read_only": False,
+         "type": "directory", "what": "the Hugging Face cache (specdec_hf_cache_dir)",
+         "fix": "the trtllm_container role creates it before the container; set specdec_hf_cache_dir to a directory"},
+        {"source": state_dir, "target": state_dir, "read_only": False, "type": "directory",
+         "what": "the state directory (specdec_state_dir)",
+         "fix": "the trtllm_container role creates it before the container; set specdec_state_dir to a directory"},
+    ]
+    if _bool(s.get("multinode")):
+        key_dir = str(s["host_key_dir"]).rstrip("/")
+        mounts += [
+            {"source": "%s/%s" % (key_dir, CONTAINER_HOST_KEY), "target": "%s/%s" % (CONTAINER_HOST_KEY_DIR,
+                                                                                      CONTAINER_HOST_KEY),
+             "read_only": True, "type": "file",
+             "what": "the container sshd host key (in specdec_container_host_key_dir)", "fix": _RUN_SSH_MESH},
+            {"source": "%s/%s" % (key_dir, MESH_DIR), "target": CONTAINER_SSH_DIR, "read_only": True,
+             "type": "directory", "what": "the container mesh directory (in specdec_container_host_key_dir)",
+             "fix": _RUN_SSH_MESH},
+        ]
+    return mounts
+
+
+def _volume(mount):
+    return "%s:%s%s" % (mount["source"], mount["target"], ":ro" if mount.get("read_only") else "")
+
+
+def _split_volume(volume):
+    """(source, target) of a docker_container ``volumes`` entry ``source:target[:options]``."""
+    parts = str(volume).split(":")
+    return parts[0], (parts[1] if len(parts) > 1 else "")
+
+
+def _found_type(stat):
+    if not stat.get("exists"):
+        return None
+    if stat.get("isdir"):
+        return "directory"
+    if stat.get("isreg"):
+        return "file"
+    return "special file" if not stat.get("islnk") else "dangling symbolic link"
+
+
+def mount_problems(spec, stat_results):
+    """One line per bind mount of ``spec`` whose source on the node is missing or of the wrong type, else [].
+
+    stat_results: the loop results of ansible.builtin.stat (follow: true) over container_mounts(), each with
+    ``item`` (the mount: source, type, what, fix) and ``stat`` (exists, isdir, isreg), or ``failed`` and ``msg``.
+    Each line names the mount (what, source, target), the problem and the fix. A bind mount of the spec that has no
+    stat result is reported too (it was not checked).
+    """
+    by_source = {}
+    for result in stat_results or []:
+        item = (result or {}).get("item") or {}
+        if item.get("source") and not result.get("skipped"):
+            by_source[str(item["source"])] = result
+    problems = []
+    for volume in (spec or {}).get("volumes") or []:
+        source, target = _split_volume(volume)
+        if not source.startswith("/"):
+            continue  # a named Docker volume: Docker manages it
+        result = by_source.get(source)
+        if result is None:
+            problems.append("Bind mount %s -> %s was not checked (no stat of it in mount_stats); stat every source of "
+                            "sparkops.specdec.trtllm_container_mounts as the trtllm_container role does." % (source, target))
+            continue
+        mount = result["item"]
+        head = "Bind mount of %s, %s -> %s" % (mount.get("what") or "a host path", source, target)
+        want = mount.get("type") or "directory"
+        if result.get("failed"):
+            problems.append("%s: cannot be checked (%s); fix the path or its parent directories' permissions, then "
+                            "re-run." % (head, " ".join(str(result.get("msg") or "stat failed").split())[:200]))
+            continue
+        found = _found_type(result.get("stat") or {})
+        if found == want:
+            continue
+        if found is None:
+            problem = ("does not exist, and Docker would create an empty directory there%s"
+                       % (" where a file belongs" if want == "file" else ""))
+            fix = mount.get("fix") or "create it"
+        elif want == "file" and found == "directory":
+            problem = ("is a directory where a file belongs (Docker made it when a container started before the file "
+                       "existed)")
+            fix = "remove it if it is empty (rmdir %s) or move it away, then %s" % (source, mount.get("fix") or "create the file")
+        else:
+            problem = "is a %s where a %s belongs" % (found, want)
+            fix = "move it away, then %s" % (mount.get("fix") or "create the %s" % want)
+        problems.append("%s: %s; %s. Nothing was changed." % (head, problem, fix))
+    return problems
 
 
 def plan_differences(plan):

@@ -14,6 +14,11 @@ description:
   - An action plugin, used by the C(trtllm_container) role. It runs M(community.docker.docker_container) with O(spec)
     on the node, first in check mode (with its differences). When that would recreate or update a running container,
     it fails naming what differs and changes nothing, unless O(allow_recreate).
+  - Before it creates, recreates or starts the container (not in check mode, where the tasks that create the sources
+    did not run), it checks O(mount_stats): every bind-mount source of O(spec) must exist on the node as the type the
+    mount needs (a file for the container sshd host key, a directory for the others). Otherwise Docker would create
+    an empty directory there silently. It fails with one line per mount naming it, the problem and the fix, and
+    changes nothing.
   - Then, except in check mode, it applies the spec and waits until the container's sshd listens on O(sshd_port) at
     the first of its fabric addresses (C(SSHD_LISTEN_ADDRESSES) of the spec's environment). The container sees the
     current container mesh files through a read-only mount, so a kept container needs no refresh.
@@ -57,6 +62,15 @@ options:
     description: Seconds to wait for the container's sshd.
     type: int
     default: 300
+  mount_stats:
+    description:
+      - The registered loop results of M(ansible.builtin.stat) (with C(follow=true), as root) over the filter
+        C(sparkops.specdec.trtllm_container_mounts) of the same settings as O(spec); each result's C(item) is the
+        mount (C(source), C(target), C(type) V(file) or V(directory), C(what), C(fix)).
+      - Every bind mount of O(spec) needs a result. Empty skips the check.
+    type: list
+    elements: dict
+    default: []
 attributes:
   check_mode:
     support: full
@@ -72,12 +86,22 @@ seealso:
 """
 
 EXAMPLES = r"""
+- name: Look at the bind-mount sources (as root; Docker would make a missing one a directory)
+  ansible.builtin.stat:
+    path: "{{ item.source }}"
+    follow: true
+    get_checksum: false
+  become: true
+  loop: "{{ settings | sparkops.specdec.trtllm_container_mounts }}"
+  register: mount_stats
+
 - name: Run the long-lived TensorRT-LLM container
   sparkops.specdec.engine_container:
     spec: "{{ settings | sparkops.specdec.trtllm_container_spec }}"
     allow_recreate: "{{ trtllm_container_allow_recreate }}"
     image: "{{ pulled.image }}"
     sshd_port: 2233
+    mount_stats: "{{ mount_stats.results }}"
 """
 
 RETURN = r"""
@@ -90,6 +114,11 @@ actions:
   returned: in check mode
   type: list
   elements: dict
+mount_problems:
+  description: One line per bind mount whose source is missing or of the wrong type (the message joins them).
+  returned: when a bind-mount source stops the run
+  type: list
+  elements: str
 differences:
   description: Names of the settings that differ from the running container.
   returned: when the recreation is refused

@@ -186,3 +186,51 @@ def test_module_defaults_are_applied(monkeypatch):
     run(node, sshd_port=0)
     assert seen == [engine_container.DOCKER_CONTAINER]
     assert node.calls[0][3]["docker_host"] == "unix:///run/docker.sock"
+
+
+# Bind-mount sources: checked before the container is created, recreated or started (Docker would create a missing
+# one as an empty directory: the sshd host key became a directory once).
+KEY_SPEC = dict(SPEC, volumes=["/srv/state:/srv/state", "/etc/k/ssh_host_ed25519_key:/run/sparkops/ssh/ssh_host_ed25519_key:ro"])
+KEY_MOUNTS = [{"source": "/srv/state", "target": "/srv/state", "type": "directory", "what": "the state directory",
+               "fix": "create it"},
+              {"source": "/etc/k/ssh_host_ed25519_key", "target": "/run/sparkops/ssh/ssh_host_ed25519_key",
+               "type": "file", "what": "the container sshd host key", "fix": "run ssh_mesh"}]
+
+
+def stats(key_stat):
+    return [{"item": KEY_MOUNTS[0], "stat": {"exists": True, "isdir": True}},
+            {"item": KEY_MOUNTS[1], "stat": key_stat}]
+
+
+def test_host_key_that_is_a_directory_stops_before_the_container_is_created():
+    node = Node(plan={"changed": True, "container": None})
+    result = run(node, spec=KEY_SPEC, mount_stats=stats({"exists": True, "isdir": True}))[0]
+    assert node.keys() == ["plan"]  # nothing applied
+    assert result["failed"] is True and result["changed"] is False
+    assert result["mount_problems"] == [result["msg"]] and "\n" not in result["msg"]
+    assert result["msg"].startswith("Bind mount of the container sshd host key, /etc/k/ssh_host_ed25519_key -> "
+                                    "/run/sparkops/ssh/ssh_host_ed25519_key: is a directory where a file belongs")
+    assert "rmdir /etc/k/ssh_host_ed25519_key" in result["msg"] and "run ssh_mesh" in result["msg"]
+
+
+def test_missing_host_key_stops_a_start_of_a_stopped_container_too():
+    node = Node(plan={"changed": True, "container": {"Id": "c1", "State": {"Running": False}}})
+    result = run(node, spec=KEY_SPEC, mount_stats=stats({"exists": False}))[0]
+    assert node.keys() == ["plan"] and result["failed"] is True
+    assert "does not exist, and Docker would create an empty directory there where a file belongs" in result["msg"]
+
+
+def test_right_sources_let_the_container_be_created():
+    node = Node(plan={"changed": True, "container": None}, apply={"changed": True, "container": {"Id": "c2"}}, wait={})
+    result = run(node, spec=KEY_SPEC, mount_stats=stats({"exists": True, "isreg": True}))[0]
+    assert node.keys() == ["plan", "apply", "wait"] and "failed" not in result
+
+
+@pytest.mark.parametrize("check, plan", [
+    (True, {"changed": True, "container": None}),  # check mode: the sources' tasks did not run
+    (False, {"changed": False, "container": RUNNING}),  # nothing is created or started
+])
+def test_sources_are_not_judged_when_nothing_is_created(check, plan):
+    node = Node(plan=plan, wait={})
+    result = run(node, check=check, spec=KEY_SPEC, mount_stats=stats({"exists": False}))[0]
+    assert "failed" not in result and "mount_problems" not in result

@@ -27,7 +27,16 @@ def read(user="spark", home="/home/spark", n="1"):
 
 def test_filters_are_registered():
     assert set(node_setup.FilterModule().filters()) == {"trtllm_container_spec", "ssh_mesh_node", "ssh_mesh_files",
-                                                        "trtllm_sshd_image", "trtllm_sshd_image_name", "trtllm_sshd_build_failure"}
+                                                        "trtllm_sshd_image", "trtllm_sshd_image_name", "trtllm_sshd_build_failure",
+                                                        "trtllm_container_mounts"}
+
+
+def test_container_mounts_filter_lists_every_volume_with_its_type():
+    settings = {"hf_cache": "/h", "container_hf_cache_dir": "/root/h", "state_dir": "/s", "multinode": "true",
+                "host_key_dir": "/k"}
+    mounts = node_setup.trtllm_container_mounts(settings)
+    assert [(m["source"], m["type"]) for m in mounts] == [("/h", "directory"), ("/s", "directory"),
+                                                          ("/k/ssh_host_ed25519_key", "file"), ("/k/mesh", "directory")]
 
 
 def test_ssh_mesh_node_from_hostvars():
