@@ -1,0 +1,84 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Action plugin of sparkops.specdec.specdec_status_report: controller-side, no host is contacted.
+
+Merges what playbooks/status.yml read on every node (sparkops.specdec.specdec_status_facts, or the unreachable
+result of a node it could not reach) into one row per deployment (module_utils/_status.py decides), writes the
+JSON file (mode 0600, atomically) and returns the table, the rows and the set_stats summary. The documentation is
+in plugins/modules/specdec_status_report.py.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import tempfile
+
+from ansible.errors import AnsibleError
+from ansible.module_utils.common.text.converters import to_text
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
+from ansible_collections.sparkops.specdec.plugins.module_utils import _status
+
+_ARGS = frozenset(("facts", "hosts", "active", "report_path"))
+DEFAULT_REPORT = "specdec-status.json"
+
+
+def write_json(path, data):
+    """Write ``data`` as JSON atomically (a temporary file in the same directory, then a rename), mode 0600."""
+    path = os.path.abspath(os.path.expanduser(path))
+    fd, tmp = tempfile.mkstemp(prefix=".specdec-status.", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def _hosts(value, name):
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, (list, tuple)):
+        raise AnsibleError("specdec_status_report: %s must be a list of inventory names, got %s" % (name, type(value).__name__))
+    return [to_text(h) for h in value]
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        args = _action.task_args(self, _ARGS)
+        facts = args.get("facts")
+        if not isinstance(facts, dict):
+            raise AnsibleError("specdec_status_report: facts must map each inventory name to its registered "
+                               "specdec_status_facts result, got %s" % type(facts).__name__)
+        hosts = _hosts(args.get("hosts"), "hosts") or list(task_vars.get("ansible_play_hosts_all") or facts)
+        active = _hosts(args.get("active"), "active")
+        if active is None:
+            active = list(task_vars.get("ansible_play_hosts") or hosts)
+        rows = _status.build_rows(hosts, active, facts)
+        now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
+        doc = _status.document(rows, now)
+        path = args.get("report_path") or os.path.join(
+            os.path.dirname(os.path.abspath(task_vars.get("playbook_dir") or ".")), DEFAULT_REPORT)
+        serving, msg = _status.verdict(rows)
+        result.update(changed=False, deployments=rows, table=_status.table(rows), summary=doc["summary"],
+                      all_serving=serving, msg=msg, generated_at=now)
+        try:
+            result["report_path"] = write_json(to_text(path), doc)
+        except OSError as exc:
+            result.update(failed=True, msg="status_report_path: cannot write %s (%s); set it to a writable file path."
+                          % (path, exc))
+            return result
+        return result

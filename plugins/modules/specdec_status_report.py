@@ -1,0 +1,177 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: specdec_status_report
+short_description: Merge every node's status into one row per deployment, a table, a JSON file and a summary (controller-side)
+version_added: 0.3.0
+description:
+  - An action plugin, run on the controller with C(run_once); it contacts no host. C(playbooks/status.yml) reads every
+    node with M(sparkops.specdec.specdec_status_facts) (unreachable nodes ignored there) and this action merges them.
+  - "Deployments come from the nodes' state files: the newest record of a deployment (by C(updated_at)) names its
+    members and head. Each member is reachable or not (an unreachable result, or a host that left the play:
+    O(hosts) minus O(active)), with its container (exists, running, image id, start time, uptime) and whether its own
+    state file records the same launch (C(current), C(differs), C(missing))."
+  - "The server: the running launch of the state file (engine, target and draft model, method, max_draft_len, port,
+    image id, start time), whether the head's server process runs and for how long, the head's C(/health) status,
+    the models C(/v1/models) lists, and the live acceptance: accepted / drafted tokens from the engine's cumulative
+    counters since the server started (llama.cpp C(/metrics), TensorRT-LLM C(/prometheus/metrics)), with drafted and
+    accepted tokens, drafts and the mean accepted length (1 + accepted / drafts)."
+  - "Verdict per deployment: C(serving) (every member reachable with its container running the launched image and the
+    same record, the head's server process running, C(/health) 200 and the target model listed), C(degraded) (the
+    server answers and lists its model, but another check failed, e.g. a worker is unreachable), C(down) (the server
+    does not answer, or does not list its model). A node of the play in no deployment is a row of its own:
+    C(not_deployed) (reachable, no state file names it; an older state file that no longer names it is a problem
+    line) or C(unreachable). Each row lists its C(problems) (one line each) and C(missing) (field -> why it could not
+    be read)."
+  - Writes the JSON document to O(report_path) atomically, readable by its owner only (mode 0600), also in check mode
+    (the file is output on the controller, not a change to a node).
+  - Fails only on bad arguments or an unwritable O(report_path); a deployment that does not serve is a row, and
+    RV(all_serving) says whether every one serves (C(status.yml) fails on it only with C(status_require_serving)).
+author:
+  - sparkops maintainers (@sparkops)
+options:
+  facts:
+    description: Inventory name -> the node's registered M(sparkops.specdec.specdec_status_facts) result (for an
+      unreachable node, its unreachable result).
+    type: dict
+    required: true
+  hosts:
+    description: Every host of the play, in order (C(ansible_play_hosts_all)). Default the play's.
+    type: list
+    elements: str
+  active:
+    description: The hosts still in the play (C(ansible_play_hosts)); a host of O(hosts) not in it counts as
+      unreachable. Default the play's.
+    type: list
+    elements: str
+  report_path:
+    description: The JSON file on the controller (C(status_report_path)). Default C(specdec-status.json) in the
+      directory above the playbook's (the checkout).
+    type: path
+attributes:
+  check_mode:
+    support: full
+    description: The same result in check mode; the JSON file is written on the controller in both.
+  diff_mode:
+    support: none
+    description: Changes nothing on a host.
+seealso:
+  - module: sparkops.specdec.specdec_status_facts
+"""
+
+EXAMPLES = r"""
+- name: One row per deployment
+  sparkops.specdec.specdec_status_report:
+    facts: "{{ dict(ansible_play_hosts_all | zip(ansible_play_hosts_all | map('extract', hostvars, '__status_facts'))) }}"
+    report_path: /tmp/specdec-status.json
+  run_once: true
+  register: __status
+
+- name: Show the table
+  ansible.builtin.debug:
+    msg: "{{ __status.table }}"
+  run_once: true
+"""
+
+RETURN = r"""
+deployments:
+  description: One row per deployment, then one per node in no deployment (the JSON file's C(deployments)).
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    kind:
+      description: V(deployment) or V(node) (a node in no deployment).
+      type: str
+    deployment:
+      description: The deployment id (null for a node row).
+      type: str
+    status:
+      description: V(serving), V(degraded), V(down), V(not_deployed) or V(unreachable).
+      type: str
+    serving:
+      description: Whether the status is V(serving).
+      type: bool
+    reachable:
+      description: Every member was reachable.
+      type: bool
+    head:
+      description: The head's inventory name.
+      type: str
+    members:
+      description: The members, head first.
+      type: list
+      elements: str
+    nodes:
+      description: Member -> C(reachable), C(role) (head or worker), C(error), C(container) (C(exists), C(running),
+        C(status), C(image), C(image_id), C(started_at), C(uptime_seconds) (int, s), C(error)) and C(state_record)
+        (V(current), V(differs), V(missing)).
+      type: dict
+    engine:
+      description: V(trtllm) or V(llamacpp), from the state file.
+      type: str
+    server:
+      description: The running launch of the state file, C(target_model), C(draft_model), C(method), C(max_draft_len)
+        (tokens), C(port), C(endpoint), C(image_id), C(started_at), C(fingerprint), C(tuned), and from the head
+        C(process_running), C(process) (its command) and C(uptime_seconds) (int, s since the server process started).
+      type: dict
+    health:
+      description: C(status) (HTTP status of the head's C(/health), null when it did not answer) and C(error).
+      type: dict
+    model:
+      description: C(expected) (the running target model) and C(served) (the ids C(/v1/models) lists, null when unread).
+      type: dict
+    acceptance:
+      description: Null unless the server answers. C(available), C(rate) (accepted / drafted, 0-1), C(draft_tokens),
+        C(accepted_tokens), C(drafts) (verification steps), C(mean_accepted_length) (tokens per step), C(since)
+        (cumulative counters since the server started), C(source) (the metrics path) and C(reason) (why no rate).
+      type: dict
+    problems:
+      description: One line per failed check.
+      type: list
+      elements: str
+    missing:
+      description: Field -> why it could not be read.
+      type: dict
+    stale_records_on:
+      description: Nodes that hold an older state file of this deployment that no longer names them.
+      type: list
+      elements: str
+table:
+  description: The rows as a text table, a header line and one line per row.
+  returned: always
+  type: list
+  elements: str
+  sample:
+    - "DEPLOYMENT  STATUS   NODES    CONTAINER  ENGINE    METHOD        K  HEALTH  MODEL  IMAGE  UPTIME  ACCEPTANCE"
+summary:
+  description: The per-deployment summary (for C(ansible.builtin.set_stats)), C(deployments) (id -> C(status),
+    C(serving), C(reachable), C(head), C(members), C(engine), C(method), C(max_draft_len), C(model), C(health),
+    C(image_id), C(uptime_seconds), C(acceptance_rate), C(draft_tokens), C(accepted_tokens), C(problems) (count)),
+    C(serving) and C(not_serving) (ids), C(nodes_without_deployment) and C(unreachable_nodes).
+  returned: always
+  type: dict
+all_serving:
+  description: At least one deployment was found and every deployment serves.
+  returned: always
+  type: bool
+msg:
+  description: One line naming the deployments that serve, or those that do not with their first problem.
+  returned: always
+  type: str
+generated_at:
+  description: When the report was built (controller clock, UTC, ISO 8601).
+  returned: always
+  type: str
+report_path:
+  description: Absolute path of the JSON file written.
+  returned: success
+  type: str
+  sample: /home/me/sparkops/specdec-status.json
+"""

@@ -1,0 +1,376 @@
+# -*- coding: utf-8 -*-
+# Unit tests of module_utils/_status.py (fleet status): the node-side readings (docker inspect, the server process
+# through /proc, the probed URL, the engines' counters through the benchmark's adapters) and the controller-side
+# merge into one row per deployment, on synthetic inputs: a serving single Spark, a pair with an unreachable worker
+# or head, a stale state file, a TensorRT-LLM pair with a stand-in TensorRT-LLM metrics text, and the table.
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+
+import pytest
+
+from ansible_collections.sparkops.specdec.plugins.module_utils import _status
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures", "bench")
+
+
+def fixture(name):
+    with open(os.path.join(FIXTURES, name)) as handle:
+        return handle.read()
+
+
+LLAMA_TARGET = "sparkops-lab/Qwen2.5-Coder-1.5B-Instruct-GGUF"
+QWEN = "nvidia/Qwen3-235B-A22B-FP4"
+IMAGE_ID = "sha256:" + "a" * 64
+OTHER_IMAGE_ID = "sha256:" + "b" * 64
+
+
+# ---------------------------------------------------------------------------- node side
+def test_parse_time_docker_nanoseconds_and_zero_time():
+    when = _status.parse_time("2026-11-23T18:20:11.123456789Z")
+    assert when.isoformat() == "2026-11-23T18:20:11.123456+00:00"
+    assert _status.parse_time("2026-11-23T18:20:11+00:00").hour == 18
+    assert _status.parse_time("0001-01-01T00:00:00Z") is None
+    assert _status.parse_time("yesterday") is None and _status.parse_time(None) is None
+
+
+def inspect_json(running=True, status="running", image_id=IMAGE_ID, started="2026-11-23T18:00:00.5Z"):
+    return json.dumps([{"Id": "c0ffee", "Image": image_id, "RestartCount": 0,
+                        "Config": {"Image": "sparkops-lab/llamacpp-server:b1"},
+                        "State": {"Running": running, "Status": status, "StartedAt": started}}])
+
+
+def test_container_facts_running_absent_and_docker_error():
+    got = _status.container_facts(0, inspect_json(), "", "trtllm-multinode")
+    assert got == {"name": "trtllm-multinode", "exists": True, "running": True, "status": "running",
+                   "image": "sparkops-lab/llamacpp-server:b1", "image_id": IMAGE_ID,
+                   "started_at": "2026-11-23T18:00:00.5Z", "restart_count": 0, "error": None}
+    absent = _status.container_facts(1, "[]", "Error: No such container: trtllm-multinode", "trtllm-multinode")
+    assert absent["exists"] is False and absent["status"] == "absent" and absent["error"] is None
+    denied = _status.container_facts(1, "", "permission denied while trying to connect to the Docker daemon socket",
+                                     "trtllm-multinode")
+    assert denied["status"] == "unknown" and denied["error"].startswith("permission denied")
+    exited = _status.container_facts(0, inspect_json(running=False, status="exited", started="0001-01-01T00:00:00Z"),
+                                     "", "c")
+    assert exited["running"] is False and exited["status"] == "exited" and exited["started_at"] is None
+
+
+STAT_TAIL = " ".join(["0"] * 12)  # fields 10-21 of proc(5); starttime is field 22
+
+
+def proc(host_pid, nspid, state="S", start=1000, argv=("/usr/local/bin/llama-server", "-m", "x")):
+    # comm with a space and a parenthesis, as a process may name itself.
+    stat = "%d (llama server)) %s 1 1 1 0 -1 4194560 %s %d 0" % (host_pid, state, STAT_TAIL, start)
+    return {"host_pid": host_pid, "status": "Name:\tllama-server\nNSpid:\t%d\t%d\n" % (host_pid, nspid),
+            "stat": stat, "cmdline": list(argv)}
+
+
+def test_parse_proc_stat_and_nspid():
+    assert _status.parse_proc_stat(proc(4242, 57)["stat"]) == ("S", 1000)
+    assert _status.parse_proc_stat("garbage") == (None, None)
+    assert _status.parse_nspid("Name:\tx\nNSpid:\t4242\t57\n") == 57
+    assert _status.parse_nspid("Name:\tx\nNSpid:\t4242\n") == 4242
+    assert _status.parse_nspid("Name:\tx\n") is None
+
+
+def test_server_process_found_by_its_container_pid_with_its_age():
+    procs = [proc(4100, 1, argv=("bash", "/var/lib/sparkops/specdec/entrypoint.sh")), proc(4242, 57, start=1000)]
+    got = _status.server_process("57\n", procs, "1311.50 2000.0", 100)
+    # /proc/uptime 1311.5 s, started 1000 ticks = 10 s after boot: 1301 s.
+    assert got == {"running": True, "pid": 57, "host_pid": 4242, "command": "llama-server", "elapsed_seconds": 1301,
+                   "reason": None}
+
+
+@pytest.mark.parametrize("pidfile,procs,reason", [
+    ("", [], "no server.pid"),
+    ("abc", [], "not a pid"),
+    ("57", [proc(4242, 58)], "no process 57 in the container"),
+    ("57", [proc(4242, 57, state="Z")], "is a zombie"),
+])
+def test_server_process_not_running(pidfile, procs, reason):
+    got = _status.server_process(pidfile, procs, "100.0 1.0", 100)
+    assert got["running"] is False and reason in got["reason"] and got["elapsed_seconds"] is None
+
+
+def state(dep="spark-1", members=("spark-1",), engine="llamacpp", method="draft_target", k=4, target=LLAMA_TARGET,
+          port=8080, host="localhost", fingerprint="fp1", image_id=IMAGE_ID, updated="2026-11-23T18:00:00+00:00",
+          topology=None):
+    """A state file as new_state writes it (schema 1), with argv and environment that the status must drop."""
+    members = list(members)
+    return {
+        "schema_version": 1, "deployment": dep, "engine": engine,
+        "desired": {"topology": topology or ("two_sparks" if len(members) > 1 else "single_spark"), "members": members,
+                    "head": members[0], "image": "img", "preset": "p", "method": method, "target_model": target,
+                    "draft_model": None if method == "none" else "draft/model", "max_draft_len": k, "tp_size": len(members),
+                    "host": host, "port": port, "models": [], "trtllm_version": None, "version_source": None},
+        "running": {"fingerprint": fingerprint, "config_text": "", "endpoint": "http://127.0.0.1:%s/v1" % port,
+                    "target_model": target, "method": method, "max_draft_len": k, "started_at": updated,
+                    "launch": {"argv": ["llama-server", "--api-key", "never-shown"], "env": {"SECRET_ENV": "x"},
+                               "config_sha256": "0", "image_id": image_id, "models": {}, "port": port,
+                               "members": members}},
+        "previous": None, "tuned": {"method": method, "max_draft_len": k, "engine": engine, "measured_at": "t"},
+        "created_at": updated, "updated_at": updated,
+    }
+
+
+def test_trim_state_drops_argv_environment_and_config():
+    trimmed = _status.trim_state(state())
+    text = json.dumps(trimmed)
+    assert "never-shown" not in text and "SECRET_ENV" not in text and "config_text" not in text
+    assert trimmed["running"]["image_id"] == IMAGE_ID and trimmed["running"]["members"] == ["spark-1"]
+    assert trimmed["running"]["max_draft_len"] == 4 and trimmed["tuned"] == {"method": "draft_target", "max_draft_len": 4}
+    assert _status.head_of(trimmed) == "spark-1" and _status.members_of(trimmed) == ["spark-1"]
+    assert _status.trim_state("not a dict") is None
+
+
+@pytest.mark.parametrize("host,port,url", [
+    ("localhost", 8080, "http://127.0.0.1:8080"),
+    ("0.0.0.0", 8355, "http://127.0.0.1:8355"),
+    ("10.0.0.5", 8000, "http://10.0.0.5:8000"),
+    ("fd00::5", 8000, "http://[fd00::5]:8000"),
+    ("localhost", None, None),
+])
+def test_probe_base(host, port, url):
+    trimmed = _status.trim_state(state(host=host, port=port))
+    if port is None:
+        trimmed["desired"]["port"] = None
+    assert _status.probe_base(trimmed) == url
+
+
+def test_model_ids():
+    assert _status.model_ids('{"object": "list", "data": [{"id": "a"}, {"id": "b"}]}') == ["a", "b"]
+    assert _status.model_ids("<html>") is None and _status.model_ids('{"data": 3}') is None
+
+
+def test_metrics_counters_llamacpp_cumulative():
+    got = _status.metrics_counters("llamacpp", fixture("llamacpp-metrics-after.txt"))
+    assert got["present"] is True and got["standin"] is False and got["error"] is None
+    assert (got["draft_tokens"], got["accepted_tokens"], got["drafts"]) == (540.0, 504.0, 138.0)
+
+
+def test_metrics_counters_trtllm_text():
+    # A stand-in TensorRT-LLM /prometheus/metrics text (built from TensorRT-LLM's MetricsCollector, see its header).
+    got = _status.metrics_counters("trtllm", fixture("trtllm-prometheus-after.txt"))
+    assert (got["draft_tokens"], got["accepted_tokens"], got["drafts"]) == (4200.0, 2530.0, 1400.0)
+    assert got["acceptance_length_gauge"] == pytest.approx(2.81)
+
+
+def test_metrics_counters_lab_standin_and_errors():
+    assert _status.metrics_counters("trtllm", fixture("standin-prometheus.txt"))["standin"] is True
+    bad = _status.metrics_counters("llamacpp", "llamacpp:spec_decode_num_draft_tokens_total twelve\n")
+    assert bad["present"] is False and "not a number" in bad["error"]
+    assert "no known" in _status.metrics_counters("vllm", "x 1\n")["error"]
+    none = _status.metrics_counters("trtllm", "trtllm_generation_tokens_total 5\n")
+    assert none["present"] is False and none["draft_tokens"] is None
+
+
+# ---------------------------------------------------------------------------- controller side
+def probe_of(st, health=200, models=None, metrics_text=None, metrics_status=200, path=None):
+    engine = st["engine"]
+    counters = None
+    if metrics_text is not None and metrics_status == 200:
+        counters = _status.metrics_counters(engine, metrics_text)
+    return {"deployment": st["deployment"], "engine": engine,
+            "base_url": _status.probe_base(_status.trim_state(st)),
+            "health": {"status": health, "error": None if health else "[Errno 111] Connection refused"},
+            "models": {"ids": [st["running"]["target_model"]] if models is None else models, "error": None},
+            "metrics": {"path": path or _status.METRICS_PATHS[engine], "status": metrics_status,
+                        "error": None if metrics_status == 200 else "HTTP %s" % metrics_status, "counters": counters}}
+
+
+NO_PIDFILE = "no server.pid (the server was never started, or server.sh stopped it)"
+
+
+def node_fact(host, states=(), probes=(), running=True, image_id=IMAGE_ID, process=True, elapsed=600):
+    return {"changed": False, "status": {
+        "node": host, "now": "2026-11-23T18:30:00+00:00",
+        "container": _status.container_facts(0, inspect_json(running=running, status="running" if running else "exited",
+                                                             image_id=image_id), "", "trtllm-multinode"),
+        "server_process": {"running": process, "pid": 57 if process else None, "host_pid": 4242 if process else None,
+                           "command": "llama-server" if process else None,
+                           "elapsed_seconds": elapsed if process else None,
+                           "reason": None if process else NO_PIDFILE},
+        "records": [{"path": "/var/lib/sparkops/specdec/deployments/%s.json" % s["deployment"], "error": None,
+                     "state": _status.trim_state(s)} for s in states],
+        "probes": list(probes), "docker_error": None}}
+
+
+UNREACHABLE = {"unreachable": True, "changed": False,
+               "msg": "Task failed: Failed to connect to the host via ssh: ssh: connect to host 192.168.250.12 port 22: "
+                      "No route to host"}
+
+
+def test_single_spark_serving_llamacpp():
+    st = state(k=2)
+    facts = {"spark-1": node_fact("spark-1", [st], [probe_of(st, metrics_text=fixture("llamacpp-metrics-after.txt"))])}
+    rows = _status.build_rows(["spark-1"], ["spark-1"], facts)
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["status"] == "serving" and row["serving"] and row["reachable"] and row["problems"] == []
+    assert row["server"]["method"] == "draft_target" and row["server"]["max_draft_len"] == 2
+    assert row["server"]["uptime_seconds"] == 600 and row["server"]["process"] == "llama-server"
+    assert row["nodes"]["spark-1"]["container"]["uptime_seconds"] == 1799
+    assert row["nodes"]["spark-1"]["state_record"] == "current"
+    acc = row["acceptance"]
+    assert acc["available"] and acc["rate"] == pytest.approx(504 / 540, abs=1e-4)
+    assert (acc["draft_tokens"], acc["accepted_tokens"], acc["drafts"]) == (540, 504, 138)
+    assert acc["mean_accepted_length"] == pytest.approx(1 + 504 / 138, abs=1e-4)
+    assert acc["since"].startswith("server start") and acc["source"] == "/metrics"
+    assert row["missing"] == {}
+    summary = _status.summary(rows)
+    assert summary["serving"] == ["spark-1"] and summary["not_serving"] == []
+    assert summary["deployments"]["spark-1"]["acceptance_rate"] == acc["rate"]
+    assert summary["deployments"]["spark-1"]["max_draft_len"] == 2
+    assert _status.verdict(rows) == (True, "1 deployment(s) serving: spark-1.")
+
+
+def test_pair_with_unreachable_worker_is_a_row_not_an_abort():
+    st = state(dep="spark-1", members=("spark-1", "spark-2"), engine="trtllm", method="eagle3", k=3, target=QWEN,
+               port=8355, host="0.0.0.0")
+    facts = {"spark-1": node_fact("spark-1", [st], [probe_of(st, metrics_text=fixture("trtllm-prometheus-after.txt"))]),
+             "spark-2": UNREACHABLE}
+    rows = _status.build_rows(["spark-1", "spark-2"], ["spark-1", "spark-2"], facts)
+    assert len(rows) == 1
+    row = rows[0]
+    # The head still answers, but a TP=2 server without its worker is not healthy: degraded, not serving.
+    assert row["status"] == "degraded" and row["serving"] is False and row["reachable"] is False
+    assert row["nodes"]["spark-2"]["reachable"] is False and row["nodes"]["spark-2"]["role"] == "worker"
+    assert row["nodes"]["spark-2"]["error"].startswith("unreachable: Failed to connect")
+    assert row["nodes"]["spark-1"]["reachable"] is True
+    assert any(p.startswith("spark-2 (worker): unreachable") for p in row["problems"])
+    # TensorRT-LLM counters: accepted / drafted since the server started.
+    assert row["acceptance"]["rate"] == pytest.approx(2530 / 4200, abs=1e-4)
+    assert row["acceptance"]["source"] == "/prometheus/metrics"
+    assert row["acceptance"]["mean_accepted_length"] == pytest.approx(1 + 2530 / 1400, abs=1e-4)
+    summary = _status.summary(rows)
+    assert summary["unreachable_nodes"] == ["spark-2"] and summary["not_serving"] == ["spark-1"]
+    ok, msg = _status.verdict(rows)
+    assert ok is False and msg.startswith("1 of 1 deployment(s) not serving: spark-1 degraded (spark-2 (worker)")
+
+
+def test_pair_with_unreachable_head_known_from_the_worker():
+    st = state(dep="pair-a", members=("spark-1", "spark-2"), engine="trtllm", method="eagle3", k=3, target=QWEN)
+    facts = {"spark-1": UNREACHABLE, "spark-2": node_fact("spark-2", [st], [], process=False)}
+    row = _status.build_rows(["spark-1", "spark-2"], ["spark-1", "spark-2"], facts)[0]
+    assert row["deployment"] == "pair-a" and row["status"] == "down" and row["head"] == "spark-1"
+    assert row["missing"]["health"] == "the head spark-1 is not reachable"
+    assert row["missing"]["uptime"] == "the head spark-1 is not reachable"
+    assert row["server"]["process_running"] is None and row["acceptance"] is None
+    assert row["nodes"]["spark-2"]["state_record"] == "current"
+
+
+def test_host_that_left_the_play_is_unreachable():
+    st = state()
+    facts = {"spark-1": node_fact("spark-1", [st], [probe_of(st, metrics_text=fixture("llamacpp-metrics-after.txt"))])}
+    rows = _status.build_rows(["spark-1", "spark-3"], ["spark-1"], facts)
+    assert [r["status"] for r in rows] == ["serving", "unreachable"]
+    node = rows[1]
+    assert node["kind"] == "node" and node["deployment"] is None and node["reachable"] is False
+    assert "left the play" in node["nodes"]["spark-3"]["error"]
+    assert _status.summary(rows)["nodes_without_deployment"] == {"spark-3": {"status": "unreachable", "reachable": False}}
+
+
+def test_stale_pair_record_on_the_old_worker_after_a_single_spark_deploy():
+    old = state(dep="spark-1", members=("spark-1", "spark-2"), engine="trtllm", fingerprint="old",
+                updated="2026-11-22T10:00:00+00:00")
+    new = state(dep="spark-1", members=("spark-1",), fingerprint="new", updated="2026-11-23T18:00:00+00:00")
+    facts = {"spark-1": node_fact("spark-1", [new], [probe_of(new, metrics_text=fixture("llamacpp-metrics-after.txt"))]),
+             "spark-2": node_fact("spark-2", [old], [], running=False, process=False)}
+    rows = _status.build_rows(["spark-1", "spark-2"], None, facts)
+    dep, node = rows
+    assert dep["deployment"] == "spark-1" and dep["members"] == ["spark-1"] and dep["status"] == "serving"
+    assert dep["engine"] == "llamacpp" and dep["stale_records_on"] == ["spark-2"]
+    assert node["kind"] == "node" and node["status"] == "not_deployed" and node["reachable"] is True
+    assert node["problems"] == ["spark-2: holds an older state file of deployment spark-1, whose newest record does "
+                                "not name it"]
+
+
+def test_member_with_other_record_and_other_image_degrades():
+    st = state(dep="pair-a", members=("spark-1", "spark-2"), engine="trtllm", method="eagle3", k=3, target=QWEN)
+    other = copy.deepcopy(st)
+    other["running"]["fingerprint"] = "older"
+    facts = {"spark-1": node_fact("spark-1", [st], [probe_of(st, metrics_text=fixture("trtllm-prometheus-after.txt"))]),
+             "spark-2": node_fact("spark-2", [other], [], image_id=OTHER_IMAGE_ID, process=False)}
+    row = _status.build_rows(["spark-1", "spark-2"], None, facts)[0]
+    assert row["status"] == "degraded"
+    assert row["nodes"]["spark-2"]["state_record"] == "differs"
+    joined = " | ".join(row["problems"])
+    assert "spark-2: the container runs image sha256:bbbbbbbbbbbb, the server was launched from sha256:aaaaaaaaaaaa" in joined
+    assert "spark-2: its state file records another launch" in joined
+    assert "the members run different images" in joined
+
+
+@pytest.mark.parametrize("health,models,problem", [
+    (503, None, "/health answered 503"),
+    (None, None, "/health did not answer ([Errno 111] Connection refused)"),
+    (200, ["other/model"], "/v1/models lists ['other/model'], not " + LLAMA_TARGET),
+])
+def test_server_not_answering_is_down(health, models, problem):
+    st = state()
+    facts = {"spark-1": node_fact("spark-1", [st], [probe_of(st, health=health, models=models)], process=health == 200)}
+    row = _status.build_rows(["spark-1"], None, facts)[0]
+    assert row["status"] == "down" and row["serving"] is False
+    assert any(problem in p for p in row["problems"]), row["problems"]
+    assert row["acceptance"] is None and row["missing"]["acceptance"] == "the server does not serve"
+
+
+def test_acceptance_reasons():
+    st = state(engine="trtllm", target=QWEN, method="eagle3")
+    no_perf = probe_of(st, metrics_text=None, metrics_status=404)
+    got = _status.acceptance("eagle3", dict(no_perf, engine="trtllm"))
+    assert got["available"] is False and got["reason"] == "/prometheus/metrics: HTTP 404"
+    empty = probe_of(st, metrics_text="trtllm_generation_tokens_total 5\n")
+    got = _status.acceptance("eagle3", dict(empty, engine="trtllm"))
+    assert "set specdec_server_return_perf_metrics: true" in got["reason"]
+    standin = probe_of(st, metrics_text=fixture("standin-prometheus.txt"))
+    assert "stand-in" in _status.acceptance("eagle3", dict(standin, engine="trtllm"))["reason"]
+    zero = probe_of(state(), metrics_text="llamacpp:spec_decode_num_draft_tokens_total 0\n"
+                                          "llamacpp:spec_decode_num_accepted_tokens_total 0\n")
+    got = _status.acceptance("draft_target", dict(zero, engine="llamacpp"))
+    assert got["available"] is False and got["draft_tokens"] == 0 and "no token drafted" in got["reason"]
+    assert _status.acceptance("none", None)["reason"] == "no speculation (method none)"
+
+
+def test_method_none_serves_without_acceptance():
+    st = state(method="none", k=None)
+    facts = {"spark-1": node_fact("spark-1", [st], [probe_of(st, metrics_text="llamacpp:tokens_predicted_total 9\n")])}
+    row = _status.build_rows(["spark-1"], None, facts)[0]
+    assert row["status"] == "serving" and row["missing"] == {"acceptance": "no speculation (method none)"}
+
+
+def test_failed_module_and_skipped_node():
+    facts = {"spark-1": {"failed": False, "msg": "MODULE FAILURE: /usr/bin/python3: not found"},
+             "spark-2": {"skipped": True, "skip_reason": "Conditional result was False"}}
+    rows = _status.build_rows(["spark-1", "spark-2"], None, facts)
+    assert rows[0]["status"] == "not_deployed" and rows[0]["reachable"] is True
+    assert rows[0]["nodes"]["spark-1"]["error"] == "no status read: MODULE FAILURE: /usr/bin/python3: not found"
+    assert rows[1]["status"] == "unreachable" and rows[1]["nodes"]["spark-2"]["error"].startswith("skipped")
+    assert _status.verdict(rows)[0] is False and _status.verdict(rows)[1].startswith("No deployment found")
+
+
+def test_table_one_line_per_row_aligned():
+    st = state(k=2)
+    facts = {"spark-1": node_fact("spark-1", [st], [probe_of(st, metrics_text=fixture("llamacpp-metrics-after.txt"))]),
+             "spark-2": UNREACHABLE}
+    lines = _status.table(_status.build_rows(["spark-1", "spark-2"], None, facts))
+    assert len(lines) == 3
+    header, dep, node = lines
+    assert header.split() == list(_status.TABLE_COLUMNS)
+    assert dep.split() == ["spark-1", "serving", "spark-1", "running", "llamacpp", "draft_target", "2", "200",
+                           LLAMA_TARGET, "a" * 12, "10m00s", "0.93", "(504/540)"]
+    assert node.split()[:3] == ["-", "unreachable", "spark-2(unreachable)"]
+    # Columns line up: each row's status starts where the header's STATUS does.
+    assert dep.index("serving") == header.index("STATUS") == node.index("unreachable")
+
+
+def test_document_has_the_summary_and_every_row():
+    st = state()
+    facts = {"spark-1": node_fact("spark-1", [st], [probe_of(st, metrics_text=fixture("llamacpp-metrics-after.txt"))])}
+    rows = _status.build_rows(["spark-1"], None, facts)
+    doc = _status.document(rows, "2026-11-23T18:30:00+00:00")
+    assert doc["schema_version"] == 1 and doc["deployments"] == rows and doc["summary"] == _status.summary(rows)
+    assert "since the server process started" in doc["acceptance_definition"]
+    json.dumps(doc)  # serialisable as it is
