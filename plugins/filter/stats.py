@@ -1,0 +1,133 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Filters that shape the playbooks' machine-readable results for ``ansible.builtin.set_stats`` (AWX/AAP artifacts).
+
+Each returns ``{inventory_hostname: {...}}`` built from public results only (registered results and published facts
+the roles and modules document); the playbooks set it under one key with ``per_host: false`` and ``aggregate: true``,
+so the nodes' entries merge into one mapping in the run's global custom stats (the job's artifacts in AWX).
+
+- ``specdec_server_launch | sparkops.specdec.deploy_stats(host, endpoint, check_mode)``: key ``specdec_deploy``
+  (two_sparks.yml, single_spark.yml): deployment, role (head/worker), endpoint, engine, method, models, draft length,
+  decision (none, start, restart), its reason, and state (``serving``, or ``checked`` in check mode).
+- ``preflight_plan | sparkops.specdec.inventory_stats(host)``: key ``specdec_inventory`` (preflight_inventory.yml):
+  deployment, topology, head, members, problems (0: the play stops on any).
+- ``preflight_result | sparkops.specdec.preflight_stats(host)``: key ``specdec_preflight`` (preflight.yml): passed,
+  the node's check ids by status (fail, warn), counts and the report path.
+- ``teardown_result | sparkops.specdec.teardown_stats(host, check_mode)``: key ``specdec_teardown`` (teardown.yml):
+  confirmed, what was (or, in check mode, would be) removed on the node and what stays.
+- ``specdec_benchmark_result | sparkops.specdec.benchmark_stats(host, endpoint)``: key ``specdec_benchmark_run``
+  (benchmark.yml): the pick, its reason, the gate verdict and the report files (the head; others: not measured).
+"""
+
+from __future__ import annotations
+
+from ansible.errors import AnsibleFilterError
+
+
+def _mapping(value, what):
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise AnsibleFilterError("%s: expected a registered result (a mapping), got %s" % (what, type(value).__name__))
+    return value
+
+
+def deploy_stats(launch, host, endpoint=None, check_mode=False):
+    """The node's deployment summary from the plan result ``specdec_server_launch`` and ``specdec_server_endpoint``."""
+    launch = _mapping(launch, "deploy_stats")
+    plan = launch.get("plan") or {}
+    if not plan:
+        raise AnsibleFilterError("deploy_stats: %s has no plan in specdec_server_launch (did specdec_server run?)" % host)
+    decision = launch.get("decision") or {}
+    entry = {
+        "deployment": plan.get("deployment"),
+        "role": "head" if plan.get("head") == host else "worker",
+        "head": plan.get("head"),
+        "endpoint": endpoint or plan.get("endpoint"),
+        "engine": plan.get("engine"),
+        "topology": plan.get("topology"),
+        "method": plan.get("method"),
+        "target_model": plan.get("target_model"),
+        "draft_model": plan.get("draft_model"),
+        "max_draft_len": plan.get("max_draft_len"),
+        "decision": decision.get("action"),
+        "reason": decision.get("reason"),
+        "state": "checked" if check_mode else "serving",
+    }
+    return {str(host): entry}
+
+
+def inventory_stats(plan_result, host):
+    """The deployment the inventory check accepted (``preflight_plan``, sparkops.specdec.specdec_plan's result)."""
+    result = _mapping(plan_result, "inventory_stats")
+    dep = result.get("deployment") or {}
+    return {str(host): {
+        "deployment": dep.get("id"),
+        "topology": dep.get("topology"),
+        "head": dep.get("head"),
+        "members": list(dep.get("members") or []),
+        "problems": len(result.get("errors") or []),
+    }}
+
+
+def preflight_stats(report, host):
+    """This node's checks from the preflight report result (sparkops.specdec.preflight_report)."""
+    report = _mapping(report, "preflight_stats")
+    mine = [c for c in report.get("checks") or [] if c.get("node") == host]
+    by_status = {}
+    for check in mine:
+        by_status.setdefault(str(check.get("status")), []).append(str(check.get("id")))
+    return {str(host): {
+        "passed": not by_status.get("fail"),
+        "failed": by_status.get("fail", []),
+        "warned": by_status.get("warn", []),
+        "counts": dict((status, len(ids)) for status, ids in sorted(by_status.items())),
+        "report_path": report.get("report_path"),
+    }}
+
+
+def teardown_stats(result, host, check_mode=False):
+    """What teardown removed (or would remove) on the node, from sparkops.specdec.teardown_plan's result."""
+    result = _mapping(result, "teardown_stats")
+    node = (result.get("nodes") or {}).get(host)
+    if node is None:
+        raise AnsibleFilterError("teardown_stats: the teardown plan has no entry for %s" % host)
+    container = node.get("container") or {}
+    return {str(host): {
+        "confirmed": bool(result.get("confirmed")),
+        "state": "checked" if check_mode else "removed",
+        "container_removed": bool(container.get("exists")),
+        "server_stopped": bool(node.get("stop_server")) and not check_mode,
+        "models_removed": list(node.get("models") or []),
+        "netplan_removed": bool(node.get("netplan_ours")),
+        "removals": list(node.get("removals") or []),
+        "notes": list(node.get("notes") or []),
+    }}
+
+
+def benchmark_stats(result, host, endpoint=None):
+    """The benchmark's outcome on the node (``specdec_benchmark_result``; skipped on a node that did not measure)."""
+    result = _mapping(result, "benchmark_stats")
+    if result.get("skipped") or not result:
+        return {str(host): {"measured": False, "endpoint": endpoint}}
+    headline = result.get("headline") or {}
+    return {str(host): {
+        "measured": True,
+        "endpoint": endpoint,
+        "pick": headline.get("pick"),
+        "reason": headline.get("reason"),
+        "gate_passed": headline.get("gate_passed"),
+        "files": dict(result.get("files") or {}),
+    }}
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "deploy_stats": deploy_stats,
+            "inventory_stats": inventory_stats,
+            "preflight_stats": preflight_stats,
+            "teardown_stats": teardown_stats,
+            "benchmark_stats": benchmark_stats,
+        }

@@ -1,0 +1,165 @@
+# -*- coding: utf-8 -*-
+"""Every playbook ends with a non-empty ansible.builtin.set_stats (AWX/AAP job artifacts): in its last play, a
+set_stats task with data, followed by nothing but verdicts (assert/fail, which change nothing and fail the run after
+the results are recorded). The set_stats of the deployment playbooks are built from public results only, with the
+keys the README lists; the shaping filters (plugins/filter/stats.py) are tested on results as the modules return them.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import pytest
+import yaml
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.sparkops.specdec.plugins.filter import stats
+
+PLAYBOOKS = pathlib.Path(__file__).resolve().parents[2] / "playbooks"
+SET_STATS = ("ansible.builtin.set_stats", "set_stats")
+VERDICTS = ("ansible.builtin.assert", "ansible.builtin.fail", "assert", "fail")
+# The set_stats key each playbook records (README, "AWX/AAP"); built by plugins/filter/stats.py.
+KEYS = {
+    "two_sparks.yml": "specdec_deploy",
+    "single_spark.yml": "specdec_deploy",
+    "benchmark.yml": "specdec_benchmark_run",
+    "teardown.yml": "specdec_teardown",
+    "preflight.yml": "specdec_preflight",
+    "preflight_inventory.yml": "specdec_inventory",
+}
+
+
+def playbooks():
+    return sorted(p.name for p in PLAYBOOKS.glob("*.yml"))
+
+
+def flat_tasks(tasks):
+    """Tasks in run order; a block's tasks (its rescue and always are failure paths) are inlined."""
+    out = []
+    for task in tasks or []:
+        if "block" in task:
+            out += flat_tasks(task["block"])
+        else:
+            out.append(task)
+    return out
+
+
+def last_play(name):
+    plays = yaml.safe_load((PLAYBOOKS / name).read_text())
+    assert isinstance(plays, list) and plays, name
+    play = plays[-1]
+    assert "hosts" in play, "%s: the last entry is not a play (%s)" % (name, sorted(play))
+    return play
+
+
+def action_of(task):
+    return next((k for k in task if k in SET_STATS + VERDICTS or "." in k), None)
+
+
+def stats_task(name):
+    play = last_play(name)
+    tasks = flat_tasks(play.get("tasks")) + flat_tasks(play.get("post_tasks"))
+    positions = [i for i, t in enumerate(tasks) if action_of(t) in SET_STATS]
+    assert positions, "%s: its last play has no ansible.builtin.set_stats" % name
+    after = [action_of(t) for t in tasks[positions[-1] + 1:]]
+    assert all(a in VERDICTS for a in after), "%s: after set_stats come %s, not only verdicts" % (name, after)
+    return tasks[positions[-1]]
+
+
+def test_every_playbook_is_covered():
+    assert set(KEYS) <= set(playbooks())
+
+
+@pytest.mark.parametrize("name", playbooks())
+def test_last_play_ends_with_non_empty_set_stats(name):
+    task = stats_task(name)
+    args = task[action_of(task)]
+    data = args.get("data") or {}
+    assert data and all(str(v).strip() for v in data.values()), (name, data)
+
+
+@pytest.mark.parametrize("name", sorted(KEYS))
+def test_deployment_stats_use_public_results_and_merge_per_node(name):
+    task = stats_task(name)
+    args = task[action_of(task)]
+    assert list(args["data"]) == [KEYS[name]]
+    template = str(args["data"][KEYS[name]])
+    assert not re.search(r"\b__\w+", template), "%s reads a private variable: %s" % (name, template)
+    assert "sparkops.specdec." in template  # shaped in Python
+    assert args.get("per_host") is False and args.get("aggregate") is True
+    assert "run_once" not in task  # one entry per node, merged by aggregate
+
+
+# --- the filters, on results as the modules return them ---------------------------------------------------------
+
+LAUNCH = {
+    "changed": False,
+    "plan": {"deployment": "pair-a", "head": "spark-1", "endpoint": "http://10.0.0.1:8355/v1", "engine": "trtllm",
+             "topology": "two_sparks", "method": "eagle3", "target_model": "nvidia/Qwen3-235B-A22B-FP4",
+             "draft_model": "nvidia/Qwen3-235B-A22B-Eagle3", "max_draft_len": 3, "members": ["spark-1", "spark-2"]},
+    "decision": {"action": "none", "reason": "the server runs with the planned launch spec"},
+}
+
+
+def test_deploy_stats_per_node():
+    head = stats.deploy_stats(LAUNCH, "spark-1", "http://10.0.0.1:8355/v1", False)
+    worker = stats.deploy_stats(LAUNCH, "spark-2", "http://10.0.0.1:8355/v1", True)
+    assert head == {"spark-1": {
+        "deployment": "pair-a", "role": "head", "head": "spark-1", "endpoint": "http://10.0.0.1:8355/v1",
+        "engine": "trtllm", "topology": "two_sparks", "method": "eagle3", "target_model": "nvidia/Qwen3-235B-A22B-FP4",
+        "draft_model": "nvidia/Qwen3-235B-A22B-Eagle3", "max_draft_len": 3, "decision": "none",
+        "reason": "the server runs with the planned launch spec", "state": "serving"}}
+    assert worker["spark-2"]["role"] == "worker" and worker["spark-2"]["state"] == "checked"
+
+
+def test_deploy_stats_without_a_plan_fails_with_the_host():
+    with pytest.raises(AnsibleFilterError, match="spark-9 has no plan"):
+        stats.deploy_stats({"changed": False}, "spark-9")
+    with pytest.raises(AnsibleFilterError, match="expected a registered result"):
+        stats.deploy_stats("text", "spark-9")
+
+
+def test_inventory_stats():
+    result = {"deployment": {"id": "spark-1", "topology": "single_spark", "members": ["spark-1"], "head": "spark-1"},
+              "errors": [], "plan": {}}
+    assert stats.inventory_stats(result, "spark-1") == {"spark-1": {
+        "deployment": "spark-1", "topology": "single_spark", "head": "spark-1", "members": ["spark-1"], "problems": 0}}
+
+
+def test_preflight_stats_keeps_the_nodes_own_checks():
+    report = {"passed": False, "report_path": "/tmp/r.json", "checks": [
+        {"id": "docker", "node": "spark-1", "status": "pass"}, {"id": "disk_space", "node": "spark-1", "status": "fail"},
+        {"id": "clock", "node": "spark-1", "status": "warn"}, {"id": "docker", "node": "spark-2", "status": "fail"}]}
+    assert stats.preflight_stats(report, "spark-1") == {"spark-1": {
+        "passed": False, "failed": ["disk_space"], "warned": ["clock"], "counts": {"fail": 1, "pass": 1, "warn": 1},
+        "report_path": "/tmp/r.json"}}
+    assert stats.preflight_stats(report, "spark-2")["spark-2"]["failed"] == ["docker"]
+
+
+def test_teardown_stats():
+    result = {"confirmed": True, "proceed": True, "nodes": {"spark-1": {
+        "container": {"exists": True, "status": "running"}, "stop_server": True, "models": ["/m/a"],
+        "netplan_ours": False, "removals": ["container trtllm-multinode (running)"], "notes": ["netplan stays"]}}}
+    assert stats.teardown_stats(result, "spark-1") == {"spark-1": {
+        "confirmed": True, "state": "removed", "container_removed": True, "server_stopped": True,
+        "models_removed": ["/m/a"], "netplan_removed": False, "removals": ["container trtllm-multinode (running)"],
+        "notes": ["netplan stays"]}}
+    assert stats.teardown_stats(result, "spark-1", True)["spark-1"]["server_stopped"] is False
+    with pytest.raises(AnsibleFilterError, match="no entry for spark-2"):
+        stats.teardown_stats(result, "spark-2")
+
+
+def test_benchmark_stats():
+    result = {"headline": {"pick": 3, "reason": "fastest", "gate_passed": True}, "files": {"json": "/r/b.json"}}
+    assert stats.benchmark_stats(result, "spark-1", "http://x/v1") == {"spark-1": {
+        "measured": True, "endpoint": "http://x/v1", "pick": 3, "reason": "fastest", "gate_passed": True,
+        "files": {"json": "/r/b.json"}}}
+    assert stats.benchmark_stats({"skipped": True, "changed": False}, "spark-2") == {
+        "spark-2": {"measured": False, "endpoint": None}}
+
+
+def test_filters_are_registered():
+    assert set(stats.FilterModule().filters()) == {"deploy_stats", "inventory_stats", "preflight_stats",
+                                                   "teardown_stats", "benchmark_stats"}
