@@ -362,7 +362,10 @@ def _deployment_row(dep_id, newest, holders, views):
             problems.append("%s: no container" % host)
         elif not c.get("running"):
             problems.append("%s: container %s" % (host, c.get("status")))
-        elif running.get("image_id") and c.get("image_id") and c["image_id"] != running["image_id"]:
+        elif c.get("image") == desired.get("image") and c.get("image_id") not in (None, running.get("image_id")) and \
+                running.get("image_id"):
+            # Only where the container runs the deployment's image by name: a two-Spark container runs the image
+            # with sshd derived from it (another id), compared between the members below instead.
             problems.append("%s: the container runs image %s, the server was launched from %s"
                             % (host, c["image_id"][:19], running["image_id"][:19]))
         if record == "differs":

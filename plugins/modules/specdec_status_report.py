@@ -22,8 +22,10 @@ description:
     the models C(/v1/models) lists, and the live acceptance: accepted / drafted tokens from the engine's cumulative
     counters since the server started (llama.cpp C(/metrics), TensorRT-LLM C(/prometheus/metrics)), with drafted and
     accepted tokens, drafts and the mean accepted length (1 + accepted / drafts)."
-  - "Verdict per deployment: C(serving) (every member reachable with its container running the launched image and the
-    same record, the head's server process running, C(/health) 200 and the target model listed), C(degraded) (the
+  - "Verdict per deployment: C(serving) (every member reachable with its container running and the same record, one
+    image id on every member, the launched image id where the container runs the deployment's image by name (a
+    two-Spark container runs the image with sshd derived from it), the head's server process running, C(/health) 200
+    and the target model listed), C(degraded) (the
     server answers and lists its model, but another check failed, e.g. a worker is unreachable), C(down) (the server
     does not answer, or does not list its model). A node of the play in no deployment is a row of its own:
     C(not_deployed) (reachable, no state file names it; an older state file that no longer names it is a problem

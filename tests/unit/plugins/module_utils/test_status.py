@@ -26,6 +26,7 @@ LLAMA_TARGET = "sparkops-lab/Qwen2.5-Coder-1.5B-Instruct-GGUF"
 QWEN = "nvidia/Qwen3-235B-A22B-FP4"
 IMAGE_ID = "sha256:" + "a" * 64
 OTHER_IMAGE_ID = "sha256:" + "b" * 64
+IMAGE = "sparkops-lab/llamacpp-server:b1"
 
 
 # ---------------------------------------------------------------------------- node side
@@ -37,9 +38,9 @@ def test_parse_time_docker_nanoseconds_and_zero_time():
     assert _status.parse_time("yesterday") is None and _status.parse_time(None) is None
 
 
-def inspect_json(running=True, status="running", image_id=IMAGE_ID, started="2026-11-23T18:00:00.5Z"):
+def inspect_json(running=True, status="running", image_id=IMAGE_ID, started="2026-11-23T18:00:00.5Z", image=IMAGE):
     return json.dumps([{"Id": "c0ffee", "Image": image_id, "RestartCount": 0,
-                        "Config": {"Image": "sparkops-lab/llamacpp-server:b1"},
+                        "Config": {"Image": image},
                         "State": {"Running": running, "Status": status, "StartedAt": started}}])
 
 
@@ -103,7 +104,7 @@ def state(dep="spark-1", members=("spark-1",), engine="llamacpp", method="draft_
     return {
         "schema_version": 1, "deployment": dep, "engine": engine,
         "desired": {"topology": topology or ("two_sparks" if len(members) > 1 else "single_spark"), "members": members,
-                    "head": members[0], "image": "img", "preset": "p", "method": method, "target_model": target,
+                    "head": members[0], "image": IMAGE, "preset": "p", "method": method, "target_model": target,
                     "draft_model": None if method == "none" else "draft/model", "max_draft_len": k, "tp_size": len(members),
                     "host": host, "port": port, "models": [], "trtllm_version": None, "version_source": None},
         "running": {"fingerprint": fingerprint, "config_text": "", "endpoint": "http://127.0.0.1:%s/v1" % port,
@@ -184,11 +185,11 @@ def probe_of(st, health=200, models=None, metrics_text=None, metrics_status=200,
 NO_PIDFILE = "no server.pid (the server was never started, or server.sh stopped it)"
 
 
-def node_fact(host, states=(), probes=(), running=True, image_id=IMAGE_ID, process=True, elapsed=600):
+def node_fact(host, states=(), probes=(), running=True, image_id=IMAGE_ID, process=True, elapsed=600, image=IMAGE):
     return {"changed": False, "status": {
         "node": host, "now": "2026-11-23T18:30:00+00:00",
         "container": _status.container_facts(0, inspect_json(running=running, status="running" if running else "exited",
-                                                             image_id=image_id), "", "trtllm-multinode"),
+                                                             image_id=image_id, image=image), "", "trtllm-multinode"),
         "server_process": {"running": process, "pid": 57 if process else None, "host_pid": 4242 if process else None,
                            "command": "llama-server" if process else None,
                            "elapsed_seconds": elapsed if process else None,
@@ -301,6 +302,22 @@ def test_member_with_other_record_and_other_image_degrades():
     assert "spark-2: the container runs image sha256:bbbbbbbbbbbb, the server was launched from sha256:aaaaaaaaaaaa" in joined
     assert "spark-2: its state file records another launch" in joined
     assert "the members run different images" in joined
+
+
+def test_pair_running_the_derived_sshd_image_serves():
+    # Two Sparks run <image>-sparkops-sshd (built FROM the image): another id than the launch's image id, the same on
+    # both members: serving. Different ids between the members are a problem.
+    st = state(dep="pair-a", members=("spark-1", "spark-2"), engine="trtllm", method="eagle3", k=3, target=QWEN)
+    derived = IMAGE + "-sparkops-sshd"
+    probes = [probe_of(st, metrics_text=fixture("trtllm-prometheus-after.txt"))]
+    facts = {"spark-1": node_fact("spark-1", [st], probes, image_id=OTHER_IMAGE_ID, image=derived),
+             "spark-2": node_fact("spark-2", [st], [], image_id=OTHER_IMAGE_ID, image=derived, process=False)}
+    row = _status.build_rows(["spark-1", "spark-2"], None, facts)[0]
+    assert row["status"] == "serving" and row["problems"] == []
+    facts["spark-2"] = node_fact("spark-2", [st], [], image_id="sha256:" + "c" * 64, image=derived, process=False)
+    row = _status.build_rows(["spark-1", "spark-2"], None, facts)[0]
+    assert row["status"] == "degraded" and row["problems"] == [
+        "the members run different images (sha256:bbbbbbbbbbbb, sha256:cccccccccccc)"]
 
 
 @pytest.mark.parametrize("health,models,problem", [
