@@ -1,0 +1,111 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Action plugin of sparkops.specdec.diagnose_bundle (documentation: plugins/modules/diagnose_bundle.py).
+
+Controller-side: the nodes' redacted items (diagnose_facts) and the controller's preflight report, redacted again,
+with manifest.json, into one .tar.gz (mode 0600). The bundle logic is in module_utils/_diagnose.py.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import time
+
+from ansible.errors import AnsibleActionFail
+from ansible.module_utils.common.text.converters import to_text
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.sparkops.specdec.plugins.module_utils import _diagnose, _secrets
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
+
+_ARGS = frozenset(("nodes", "results", "path", "preflight_report_path", "secrets"))
+
+
+def preflight_item(path):
+    """The controller's preflight report as an item (missing when there is none)."""
+    if not path:
+        return _diagnose.item("missing", "no preflight_report_path", "")
+    path = os.path.abspath(os.path.expanduser(path))
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            text = handle.read()
+    except OSError as exc:
+        status = "missing" if not os.path.exists(path) else "error"
+        reason = "%s: %s (run playbooks/preflight.yml to make one)" % (path, exc.strerror or exc)
+        return _diagnose.item(status, reason, path)
+    try:
+        return _diagnose.item("ok", source=path, content=json.loads(text), fmt="json")
+    except ValueError:
+        return _diagnose.item("ok", source=path, content=text)
+
+
+def node_items(nodes, results):
+    """node -> items (None when the node returned none) and node -> reason, from the registered results."""
+    out, errors = {}, {}
+    for node in nodes:
+        got = results.get(node)
+        if not isinstance(got, dict) or not isinstance(got.get("items"), dict):
+            out[node] = None
+            if isinstance(got, dict) and got.get("msg"):
+                errors[node] = to_text(got["msg"]).splitlines()[0]
+            elif isinstance(got, dict) and got.get("skipped"):
+                errors[node] = "skipped"
+            else:
+                errors[node] = "no result from the node (unreachable or failed before diagnose_facts)"
+            continue
+        out[node] = got["items"]
+    return out, errors
+
+
+def bundle_path(path, now):
+    """The bundle's path: path as given (a directory: the default name in it), else ./sparkops-diagnose-<UTC stamp>.tar.gz."""
+    stamp = now.strftime("%Y%m%dT%H%M%SZ")
+    if not path:
+        return os.path.abspath(_diagnose.default_path(".", stamp))
+    path = os.path.abspath(os.path.expanduser(path))
+    if os.path.isdir(path):
+        return _diagnose.default_path(path, stamp)
+    return path
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        args = _action.task_args(self, _ARGS)
+        try:
+            secrets = _diagnose.secret_values(args.get("secrets"))
+        except ValueError as exc:
+            raise AnsibleActionFail("diagnose_bundle: %s." % exc) from None
+        nodes = args.get("nodes") or []
+        results = args.get("results") or {}
+        if not isinstance(nodes, list) or not isinstance(results, dict):
+            raise AnsibleActionFail("diagnose_bundle: nodes must be a list of inventory names and results a dict of "
+                                    "node -> registered diagnose_facts result (see playbooks/diagnose.yml).")
+        now = datetime.datetime.fromtimestamp(time.time(), datetime.timezone.utc)
+        path = bundle_path(to_text(args.get("path") or ""), now)
+        if not os.path.isdir(os.path.dirname(path)):
+            raise AnsibleActionFail("diagnose_bundle: the directory of diagnose_bundle_path %s does not exist: create it "
+                                    "or set diagnose_bundle_path to a file in an existing directory." % path)
+        items, errors = node_items([to_text(n) for n in nodes], results)
+        redactor = _secrets.Redactor(secrets)
+        controller = {"items": {"preflight_report": preflight_item(args.get("preflight_report_path"))},
+                      "node_errors": errors}
+        files, manifest = _diagnose.build(items, controller, redactor, now.isoformat())
+        root = os.path.basename(path)
+        for suffix in (".tar.gz", ".tgz"):
+            if root.endswith(suffix):
+                root = root[:-len(suffix)]
+        _diagnose.write_tarball(path, root, files, now.timestamp())
+        result.update(
+            changed=False, path=path, nodes=sorted(items), collected=sorted(n for n in items if items[n] is not None),
+            missing=manifest["missing"], errors=manifest["errors"], files=len(files), manifest=manifest,
+            msg="Support bundle %s: %d node(s) collected of %d, %d item(s) missing, %d error(s)."
+                % (path, len([n for n in items if items[n] is not None]), len(items), len(manifest["missing"]),
+                   len(manifest["errors"])))
+        return result
