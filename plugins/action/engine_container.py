@@ -4,8 +4,8 @@
 """Action plugin of sparkops.specdec.engine_container (documentation: plugins/modules/engine_container.py).
 
 Runs community.docker.docker_container in check mode first; refuses, changing nothing, when that would recreate a
-running container without consent, or when a bind-mount source is missing or of the wrong type; else applies it, waits for the container's sshd on its first fabric address, and
-publishes the image facts. The decisions are in module_utils/_container.py.
+running container without consent, or when a bind-mount source is missing or of the wrong type; else applies it,
+waits for the container's sshd on its first fabric address, and publishes the image facts. The decisions are in module_utils/_container.py.
 """
 
 from __future__ import annotations

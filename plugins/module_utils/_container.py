@@ -173,9 +173,8 @@ def container_mounts(settings):
     if _bool(s.get("multinode")):
         key_dir = str(s["host_key_dir"]).rstrip("/")
         mounts += [
-            {"source": "%s/%s" % (key_dir, CONTAINER_HOST_KEY), "target": "%s/%s" % (CONTAINER_HOST_KEY_DIR,
-                                                                                      CONTAINER_HOST_KEY),
-             "read_only": True, "type": "file",
+            {"source": "%s/%s" % (key_dir, CONTAINER_HOST_KEY),
+             "target": "%s/%s" % (CONTAINER_HOST_KEY_DIR, CONTAINER_HOST_KEY), "read_only": True, "type": "file",
              "what": "the container sshd host key (in specdec_container_host_key_dir)", "fix": _RUN_SSH_MESH},
             {"source": "%s/%s" % (key_dir, MESH_DIR), "target": CONTAINER_SSH_DIR, "read_only": True,
              "type": "directory", "what": "the container mesh directory (in specdec_container_host_key_dir)",

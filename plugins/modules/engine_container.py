@@ -15,7 +15,7 @@ description:
     on the node, first in check mode (with its differences). When that would recreate or update a running container,
     it fails naming what differs and changes nothing, unless O(allow_recreate).
   - Before it creates, recreates or starts the container (not in check mode, where the tasks that create the sources
-    did not run), it checks O(mount_stats): every bind-mount source of O(spec) must exist on the node as the type the
+    did not run), it checks O(mount_stats). Every bind-mount source of O(spec) must exist on the node as the type the
     mount needs (a file for the container sshd host key, a directory for the others). Otherwise Docker would create
     an empty directory there silently. It fails with one line per mount naming it, the problem and the fix, and
     changes nothing.

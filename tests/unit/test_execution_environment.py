@@ -108,7 +108,7 @@ def ee_problems(root, workdir):
     by_source = {}
     for kind in ("python", "system"):
         for line in data.get(kind) or []:
-            requirement, _, source = line.partition("  # from collection ")
+            requirement, source = (line.split("  # from collection ", 1) + [""])[:2]
             by_source.setdefault((kind, source.strip()), []).append(requirement.strip())
     me = "%s.%s" % (galaxy["namespace"], galaxy["name"])
     user_pip = requirements(by_source.get(("python", "user"), []))
@@ -123,7 +123,7 @@ def ee_problems(root, workdir):
         if line not in by_source.get(("system", "user"), []):
             problems.append("bindep.txt %s is not in the EE's system packages" % line)
     for name in wanted:
-        if installed_collection(name) is not None and not any(src == name for _, src in by_source):
+        if installed_collection(name) is not None and not any(key[1] == name for key in by_source):
             problems.append("introspection found no requirements of %s" % name)
 
     # ansible-core: the requirements.txt range, inside requires_ansible.

@@ -19,7 +19,6 @@ import ansible_collections
 from ansible_collections.sparkops.specdec.plugins.module_utils import _container as c
 
 
-
 def settings(**over):
     """The mount-related settings of the lab's two-node container (as the role's vars/main.yml maps them)."""
     base = {"name": "trtllm-multinode", "image": "sparkops-lab/trtllm-standin:1.3.0rc12", "multinode": True,
@@ -53,12 +52,11 @@ def stat_results(mounts, workdir):
         "hosts": "localhost", "gather_facts": False, "connection": "local",
         "vars": {"mounts": mounts, "ansible_python_interpreter": sys.executable},
         "tasks": [
-            {"name": "Stat", "ansible.builtin.stat": {"path": "{{ item.source }}", "follow": True,
-                                                       "get_checksum": False, "get_mime": False,
-                                                       "get_attributes": False},
-             "loop": "{{ mounts }}", "register": "stats"},
-            {"name": "Save", "ansible.builtin.copy": {"content": "{{ stats.results | to_json }}", "dest": str(out),
-                                                       "mode": "0600"}},
+            {"name": "Stat", "loop": "{{ mounts }}", "register": "stats",
+             "ansible.builtin.stat": {"path": "{{ item.source }}", "follow": True, "get_checksum": False,
+                                      "get_mime": False, "get_attributes": False}},
+            {"name": "Save",
+             "ansible.builtin.copy": {"content": "{{ stats.results | to_json }}", "dest": str(out), "mode": "0600"}},
         ],
     }]
     book = out.with_suffix(".yml")
@@ -101,7 +99,7 @@ def stated(tmp_path_factory):
     for name, kinds in LAYOUTS.items():
         root = tmp_path_factory.mktemp(name)
         made[name] = (root, layout(root, **kinds))
-    mounts = [m for _, s in made.values() for m in c.container_mounts(s)]
+    mounts = [m for entry in made.values() for m in c.container_mounts(entry[1])]
     results = stat_results(mounts, tmp_path_factory.mktemp("playbook"))
     out = {}
     for name, (root, s) in made.items():
@@ -111,7 +109,7 @@ def stated(tmp_path_factory):
 
 
 def problems_of(stated, name):
-    _, spec, results = stated[name]
+    spec, results = stated[name][1:]
     return c.mount_problems(spec, results)
 
 
