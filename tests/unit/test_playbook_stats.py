@@ -35,12 +35,14 @@ def playbooks():
     return sorted(p.name for p in PLAYBOOKS.glob("*.yml"))
 
 
-def flat_tasks(tasks):
-    """Tasks in run order; a block's tasks (its rescue and always are failure paths) are inlined."""
+def flat_tasks(tasks, every=False):
+    """Tasks in run order; a block's tasks are inlined (its rescue and always too with ``every``: failure paths)."""
     out = []
     for task in tasks or []:
         if "block" in task:
-            out += flat_tasks(task["block"])
+            out += flat_tasks(task["block"], every)
+            if every:
+                out += flat_tasks(task.get("rescue"), every) + flat_tasks(task.get("always"), every)
         else:
             out.append(task)
     return out
@@ -163,3 +165,19 @@ def test_benchmark_stats():
 def test_filters_are_registered():
     assert set(stats.FilterModule().filters()) == {"deploy_stats", "inventory_stats", "preflight_stats",
                                                    "teardown_stats", "benchmark_stats"}
+
+
+def test_every_playbook_runs_non_interactively():
+    """AWX/AAP has no terminal: no play prompts (vars_prompt), no task waits for a key (pause without a duration)."""
+    root = PLAYBOOKS.parent
+    for path in sorted(list(PLAYBOOKS.rglob("*.yml")) + list((root / "roles").rglob("tasks/*.yml"))):
+        data = yaml.safe_load(path.read_text()) or []
+        for item in data if isinstance(data, list) else []:
+            assert "vars_prompt" not in item, path
+            tasks = flat_tasks([item], every=True)
+            for section in ("pre_tasks", "tasks", "post_tasks", "handlers"):
+                tasks += flat_tasks(item.get(section), every=True)
+            for task in tasks:
+                pause = task.get("ansible.builtin.pause", task.get("pause")) if isinstance(task, dict) else None
+                if pause is not None:
+                    assert isinstance(pause, dict) and ("seconds" in pause or "minutes" in pause), (path, task)
