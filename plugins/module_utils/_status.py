@@ -30,7 +30,7 @@ import json
 from ansible_collections.sparkops.specdec.plugins.module_utils import _bench
 
 SCHEMA_VERSION = 1
-STATUSES = ("serving", "degraded", "down", "not_deployed", "unreachable")
+STATUSES = ("serving", "degraded", "down", "not_deployed", "unreachable", "unknown")
 METRICS_PATHS = {"llamacpp": "/metrics", "trtllm": "/prometheus/metrics"}
 # Addresses a server bound to is reached from its own node on the loopback.
 _LOCAL_BINDS = ("", "localhost", "127.0.0.1", "::1", "0.0.0.0", "::", "*")
@@ -278,6 +278,15 @@ def acceptance(method, probe):
     return out
 
 
+def docker_problem(host, error):
+    """One line for a node whose Docker could not be read, with the fix when it is the docker group."""
+    line = "%s: Docker could not be read: %s" % (host, str(error)[:160])
+    if "permission denied" in str(error).lower():
+        line += " (the deploy user is not in the docker group there: run the docker_group role, e.g. with " \
+                "single_spark.yml or two_sparks.yml, or read as root with -e status_become=true)"
+    return line
+
+
 def _node_view(host, fact, active):
     """One node as the report sees it: reachable, error, container, server process, records, probes, now."""
     fact = fact if isinstance(fact, dict) else {}
@@ -356,8 +365,13 @@ def _deployment_row(dep_id, newest, holders, views):
             problems.append("%s (%s): %s" % (host, node["role"], view.get("error") or "unreachable"))
             continue
         c = node["container"]
+        if view.get("container") is None:
+            # Nothing was read there: neither its container nor its state file is known.
+            node["state_record"] = None
+            problems.append("%s: %s" % (host, view.get("error") or "no status read"))
+            continue
         if c.get("error"):
-            problems.append("%s: Docker could not be read: %s" % (host, c["error"]))
+            problems.append(docker_problem(host, c["error"]))
         elif not c.get("exists"):
             problems.append("%s: no container" % host)
         elif not c.get("running"):
@@ -461,7 +475,9 @@ def _deployment_row(dep_id, newest, holders, views):
 
 def _node_row(host, view, stale_of):
     reachable = view["reachable"]
-    row = {"kind": "node", "deployment": None, "status": "not_deployed" if reachable else "unreachable",
+    read = view.get("container") is not None
+    row = {"kind": "node", "deployment": None,
+           "status": "unreachable" if not reachable else "not_deployed" if read else "unknown",
            "serving": False, "reachable": reachable, "head": None, "members": [host],
            "nodes": {host: {"reachable": reachable, "role": None, "error": view.get("error"),
                             "container": _container_row(view) if reachable else None, "state_record": None}},
@@ -470,6 +486,10 @@ def _node_row(host, view, stale_of):
            "problems": [], "missing": {}, "stale_records_on": []}
     if not reachable:
         row["problems"].append("%s: %s" % (host, view.get("error") or "unreachable"))
+    elif not read:
+        row["problems"].append("%s: %s" % (host, view.get("error") or "no status read"))
+    elif view["container"].get("error"):
+        row["problems"].append(docker_problem(host, view["container"]["error"]))
         row["missing"] = {"deployment": "the node is not reachable and no reachable node's state file names it"}
     for dep_id in stale_of:
         row["problems"].append("%s: holds an older state file of deployment %s, whose newest record does not name it"

@@ -29,7 +29,7 @@ description:
     server answers and lists its model, but another check failed, e.g. a worker is unreachable), C(down) (the server
     does not answer, or does not list its model). A node of the play in no deployment is a row of its own:
     C(not_deployed) (reachable, no state file names it; an older state file that no longer names it is a problem
-    line) or C(unreachable). Each row lists its C(problems) (one line each) and C(missing) (field -> why it could not
+    line), C(unreachable), or C(unknown) (reachable, but nothing could be read there). Each row lists its C(problems) (one line each) and C(missing) (field -> why it could not
     be read)."
   - Writes the JSON document to O(report_path) atomically, readable by its owner only (mode 0600), also in check mode
     (the file is output on the controller, not a change to a node).
@@ -95,7 +95,8 @@ deployments:
       description: The deployment id (null for a node row).
       type: str
     status:
-      description: V(serving), V(degraded), V(down), V(not_deployed) or V(unreachable).
+      description: V(serving), V(degraded), V(down), V(not_deployed), V(unreachable) or V(unknown) (a reachable node
+        whose status could not be read, e.g. the module failed there).
       type: str
     serving:
       description: Whether the status is V(serving).

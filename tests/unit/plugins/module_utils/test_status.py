@@ -362,8 +362,9 @@ def test_failed_module_and_skipped_node():
     facts = {"spark-1": {"failed": False, "msg": "MODULE FAILURE: /usr/bin/python3: not found"},
              "spark-2": {"skipped": True, "skip_reason": "Conditional result was False"}}
     rows = _status.build_rows(["spark-1", "spark-2"], None, facts)
-    assert rows[0]["status"] == "not_deployed" and rows[0]["reachable"] is True
+    assert rows[0]["status"] == "unknown" and rows[0]["reachable"] is True
     assert rows[0]["nodes"]["spark-1"]["error"] == "no status read: MODULE FAILURE: /usr/bin/python3: not found"
+    assert rows[0]["problems"] == ["spark-1: no status read: MODULE FAILURE: /usr/bin/python3: not found"]
     assert rows[1]["status"] == "unreachable" and rows[1]["nodes"]["spark-2"]["error"].startswith("skipped")
     assert _status.verdict(rows)[0] is False and _status.verdict(rows)[1].startswith("No deployment found")
 
@@ -391,3 +392,29 @@ def test_document_has_the_summary_and_every_row():
     assert doc["schema_version"] == 1 and doc["deployments"] == rows and doc["summary"] == _status.summary(rows)
     assert "since the server process started" in doc["acceptance_definition"]
     json.dumps(doc)  # serialisable as it is
+
+
+def test_docker_not_readable_on_a_node_is_a_problem_with_its_fix():
+    denied = ("permission denied while trying to connect to the Docker daemon socket at unix:///var/run/docker.sock: "
+              "Get \"http://%2Fvar%2Frun%2Fdocker.sock/v1.24/containers/trtllm-multinode/json\": dial unix "
+              "/var/run/docker.sock: connect: permission denied")
+    fact = node_fact("spark-2")
+    fact["status"]["container"] = _status.container_facts(1, "", denied, "trtllm-multinode")
+    row = _status.build_rows(["spark-2"], None, {"spark-2": fact})[0]
+    assert row["status"] == "not_deployed" and len(row["problems"]) == 1
+    problem = row["problems"][0]
+    assert problem.startswith("spark-2: Docker could not be read: permission denied while trying to connect")
+    assert problem.endswith("or read as root with -e status_become=true)")
+    other = _status.docker_problem("spark-1", "Cannot connect to the Docker daemon. Is the docker daemon running?")
+    assert other == "spark-1: Docker could not be read: Cannot connect to the Docker daemon. Is the docker daemon running?"
+
+
+def test_member_whose_status_could_not_be_read():
+    st = state(dep="pair-a", members=("spark-1", "spark-2"), engine="trtllm", method="eagle3", k=3, target=QWEN)
+    facts = {"spark-1": node_fact("spark-1", [st], [probe_of(st, metrics_text=fixture("trtllm-prometheus-after.txt"))]),
+             "spark-2": {"failed": False, "msg": "specdec_status_facts: timeout=0 is below 1: set status_http_timeout "
+                                                 "to a number of seconds >= 1."}}
+    row = _status.build_rows(["spark-1", "spark-2"], None, facts)[0]
+    assert row["status"] == "degraded" and row["nodes"]["spark-2"]["reachable"] is True
+    assert row["problems"] == ["spark-2: no status read: specdec_status_facts: timeout=0 is below 1: set "
+                               "status_http_timeout to a number of seconds >= 1."]
