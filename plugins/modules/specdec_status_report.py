@@ -29,8 +29,8 @@ description:
     server answers and lists its model, but another check failed, e.g. a worker is unreachable), C(down) (the server
     does not answer, or does not list its model). A node of the play in no deployment is a row of its own:
     C(not_deployed) (reachable, no state file names it; an older state file that no longer names it is a problem
-    line), C(unreachable), or C(unknown) (reachable, but nothing could be read there). Each row lists its C(problems) (one line each) and C(missing) (field -> why it could not
-    be read)."
+    line), C(unreachable), or C(unknown) (reachable, but nothing could be read there). Each row lists its
+    C(problems) (one line each) and C(missing) (field -> why it could not be read)."
   - Writes the JSON document to O(report_path) atomically, readable by its owner only (mode 0600), also in check mode
     (the file is output on the controller, not a change to a node).
   - Fails only on bad arguments or an unwritable O(report_path); a deployment that does not serve is a row, and
