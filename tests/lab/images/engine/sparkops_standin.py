@@ -1533,13 +1533,16 @@ class Handler(BaseHTTPRequestHandler):
                          "model": model, "choices": choices, "usage": usage,
                          "system_fingerprint": FINGERPRINT})
 
-    def _stream_message(self, rid, created, model, message, finish, n, usage, include_usage):
+    def _start_sse(self):
         self.send_response(200)
         self.send_header("content-type", "text/event-stream; charset=utf-8")
         self.send_header("cache-control", "no-cache")
         self.send_header("connection", "close")
         self.end_headers()
         self.close_connection = True
+
+    def _stream_message(self, rid, created, model, message, finish, n, usage, include_usage):
+        self._start_sse()
         chunks = []
         for i in range(n):
             chunks.append([{"index": i, "delta": {"role": "assistant", "content": ""},
@@ -1622,12 +1625,7 @@ class Handler(BaseHTTPRequestHandler):
                         "token ids", param="prompt")
 
     def _stream(self, chat, rid, created, model, pieces, finish, n, usage, include_usage):
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream; charset=utf-8")
-        self.send_header("cache-control", "no-cache")
-        self.send_header("connection", "close")
-        self.end_headers()
-        self.close_connection = True
+        self._start_sse()
         obj = "chat.completion.chunk" if chat else "text_completion"
 
         def emit(choices, extra=None):
