@@ -818,8 +818,7 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
         "rank_env": env,
         "tiktoken": tiktoken,
         # Whether the start is followed by the tool-call smoke test, and why (module_utils/_toolcall.py).
-        "tool_smoke": dict(zip(("run", "why"), _toolcall.wanted(s.get("specdec_server_tool_smoke_test", "auto"),
-                                                                 tiktoken))),
+        "tool_smoke": dict(zip(("run", "why"), _toolcall.wanted(s.get("specdec_server_tool_smoke_test", "auto"), tiktoken))),
         "sources": {"method": sources["method"], "max_draft_len": sources["max_draft_len"]},
         "tuned": {"record": tuned or None, "applied": sources["applied"], "why": sources["why"]},
         "launch": None,

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Untag, on every lab node, the lab images that a rebuild replaced.
 
 The nodes load the lab's image tarballs (.lab/images, read-only under /srv/sparkops-lab/images) only when the
@@ -9,7 +8,7 @@ node whose copy of a tag has another id, removes that tag (`docker image rm --fo
 their image by id; the next converge loads the new tarball and, its image id having moved, asks for consent to
 recreate the container). Prints one line per change ("changed <tag> on <node>: <old id> -> <new id>").
 
-Usage: drop-stale-images.py IMAGES_DIR CONTAINER...
+Usage: python3 drop-stale-images.py IMAGES_DIR CONTAINER...
 """
 
 import json

@@ -1239,7 +1239,7 @@ def faults_from_env():
     unknown = sorted(set(names) - KNOWN_FAULTS)
     if unknown:
         raise StandinError(f"{FAULTS_ENV}: unknown fault(s) {', '.join(unknown)}; known: "
-                          f"{', '.join(sorted(KNOWN_FAULTS))}")
+                           f"{', '.join(sorted(KNOWN_FAULTS))}")
     return set(names)
 
 
