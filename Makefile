@@ -13,7 +13,7 @@ export PYTHONPATH := $(COLL)
 PLAYBOOK := $(BIN)/ansible-playbook
 LAB_INV := inventories/lab/hosts.yml
 
-.PHONY: help deps venv link host-deps lab-up lab-down demo test changelog-lint lint sanity units molecule bench bench-converge bench-tune bench-sweep preflight clean
+.PHONY: help deps venv link host-deps lab-up lab-down demo ee test changelog-lint lint sanity units molecule bench bench-converge bench-tune bench-sweep preflight clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -64,6 +64,9 @@ bench-sweep: lab-up  ## the full sweep (none, 1, 2, 3, 4, 8 x c=1/2 x short/long
 
 preflight: lab-up  ## preflight checks on the lab (report in preflight-report.json)
 	$(PLAYBOOK) -i $(LAB_INV) playbooks/preflight.yml
+
+ee: venv  ## the execution environment's build context in .build/ee (ansible-builder build needs registries these machines lack)
+	$(BIN)/ansible-builder create -f execution-environment.yml -c .build/ee
 
 lint: deps  ## ansible-lint, production profile
 	$(BIN)/ansible-lint
