@@ -83,8 +83,19 @@ PLAYBOOK_SETTINGS = {
     'preflight_topology': {'type': 'str', 'default': 'two_sparks', 'choices': ['two_sparks', 'single_spark']},
     'teardown_remove_models': {'type': 'bool', 'default': False},
     'teardown_remove_netplan': {'type': 'bool', 'default': False},
+    'diagnose_bundle_path': {'type': 'path', 'default': ''},
+    'diagnose_log_lines': {'type': 'int', 'default': 200},
+    'diagnose_secrets': {'type': 'list', 'elements': 'str', 'default': []},
+    'diagnose_hosts': {'type': 'str', 'default': 'spark_nodes'},
+    'status_hosts': {'type': 'str', 'default': 'spark_nodes'},
+    'status_report_path': {'type': 'path', 'default': 'specdec-status.json'},
+    'status_http_timeout': {'type': 'int', 'default': 5},
+    'status_require_serving': {'type': 'bool', 'default': False},
+    'status_become': {'type': 'bool', 'default': False},
 }
-_PLAYBOOK_PREFIXES = {'preflight_': 'README.md (Preflight)', 'teardown_': 'playbooks/teardown.yml'}
+# status_ is not listed: too common a word in other tools' variables to call every unknown status_* a typo.
+_PLAYBOOK_PREFIXES = {'preflight_': 'README.md (Preflight)', 'teardown_': 'playbooks/teardown.yml',
+                      'diagnose_': 'playbooks/diagnose.yml'}
 
 # Variables of other tools never checked here, even when they look like one of ours (first word).
 _FOREIGN_FIRST_WORDS = frozenset((
@@ -984,6 +995,8 @@ BOUNDS = {
     'preflight_memory_reserve_bytes': _int_range(0, note='bytes; the default is 4 GiB = 4294967296'),
     'preflight_disk_reserve_bytes': _int_range(0, note='bytes; the default is 10 GiB = 10737418240'),
     'preflight_report_path': _non_empty('a file name for the JSON report, e.g. preflight-report.json'),
+    'diagnose_log_lines': _int_range(1, note='lines'),
+    'status_http_timeout': _int_range(1, note='seconds'),
 }
 
 

@@ -864,3 +864,10 @@ def test_load_specs_of_this_collection():
 def test_levenshtein(left, right, distance):
     assert _settings.levenshtein(left, right) == distance
     assert _settings.levenshtein(right, left) == distance
+
+
+def test_playbook_settings_of_diagnose_and_status():
+    assert check({'diagnose_log_lines': 0})[0].startswith('diagnose_log_lines:')
+    assert check({'status_http_timeout': 0})[0].startswith('status_http_timeout:')
+    assert 'did you mean diagnose_log_lines?' in ' '.join(check({'diagnose_log_line': 5}))
+    assert check({'diagnose_log_lines': 50, 'status_http_timeout': 5, 'status_page_url': 'x'}) == []
