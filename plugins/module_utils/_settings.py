@@ -997,6 +997,7 @@ BOUNDS = {
     'preflight_report_path': _non_empty('a file name for the JSON report, e.g. preflight-report.json'),
     'diagnose_log_lines': _int_range(1, note='lines'),
     'status_http_timeout': _int_range(1, note='seconds'),
+    'status_report_path': _non_empty('a file name for the JSON report, e.g. specdec-status.json'),
 }
 
 

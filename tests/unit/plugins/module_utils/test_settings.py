@@ -409,6 +409,16 @@ NEGATIVE_CASES = [
     ('topology-unknown', {'preflight_topology': 'three_sparks'}, 'preflight_topology',
      'is not one of two_sparks, single_spark'),
     ('remove-models-not-bool', {'teardown_remove_models': 'all'}, 'teardown_remove_models', 'is not a boolean'),
+    # --- diagnose.yml and status.yml ---
+    ('diagnose-path-list', {'diagnose_bundle_path': ['a']}, 'diagnose_bundle_path', 'is a list, not text'),
+    ('diagnose-hosts-list', {'diagnose_hosts': ['x']}, 'diagnose_hosts', 'is a list, not text'),
+    ('diagnose-log-lines-zero', {'diagnose_log_lines': 0}, 'diagnose_log_lines', 'is out of range'),
+    ('diagnose-secrets-string', {'diagnose_secrets': 'pw'}, 'diagnose_secrets', '(hidden) is a string, not a list'),
+    ('status-become-not-bool', {'status_become': 'sometimes'}, 'status_become', 'is not a boolean'),
+    ('status-hosts-mapping', {'status_hosts': {'a': 1}}, 'status_hosts', 'is a mapping, not text'),
+    ('status-timeout-zero', {'status_http_timeout': 0}, 'status_http_timeout', 'is out of range'),
+    ('status-report-path-empty', {'status_report_path': ' '}, 'status_report_path', 'is empty; set a file name'),
+    ('status-require-not-bool', {'status_require_serving': 'maybe'}, 'status_require_serving', 'is not a boolean'),
     ('remove-netplan-not-bool', {'teardown_remove_netplan': 'ours'}, 'teardown_remove_netplan', 'is not a boolean'),
 ]
 
