@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _files
 from ansible_collections.sparkops.specdec.plugins.module_utils import _preflight, _settings
 
 _ARGS = frozenset(("plan", "probes", "fabric", "hf_results", "container", "ssh_port", "hf_cache_dir", "host_key_dir",
@@ -30,18 +29,7 @@ _INT_ARGS = ("usable_memory_bytes", "memory_reserve_bytes", "disk_reserve_bytes"
 def write_report(path, entries):
     """Write the report atomically, readable by its owner only (0600): it names hosts and paths."""
     path = os.path.abspath(os.path.expanduser(path))
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".preflight-report.", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(entries, indent=4, sort_keys=True) + "\n")
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    return _files.write_private(path, json.dumps(entries, indent=4, sort_keys=True) + "\n", ".preflight-report.")
 
 
 def _node_bool(hostvars, host, name):

@@ -14,13 +14,12 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import tempfile
 
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _files
 from ansible_collections.sparkops.specdec.plugins.module_utils import _status
 
 _ARGS = frozenset(("facts", "hosts", "active", "report_path"))
@@ -30,17 +29,7 @@ DEFAULT_REPORT = "specdec-status.json"
 def write_json(path, data):
     """Write ``data`` as JSON atomically (a temporary file in the same directory, then a rename), mode 0600."""
     path = os.path.abspath(os.path.expanduser(path))
-    fd, tmp = tempfile.mkstemp(prefix=".specdec-status.", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+    return _files.write_private(path, json.dumps(data, indent=2, sort_keys=True) + "\n", ".specdec-status.")
 
 
 def _hosts(value, name):

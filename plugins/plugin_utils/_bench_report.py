@@ -16,9 +16,9 @@ import csv
 import io
 import json
 import os
-import tempfile
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _bench, _gate, _tune
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _files
 
 PLOTS = ("throughput_vs_draft", "spec_vs_baseline", "itl_distribution", "acceptance_by_position")
 RUN_COLUMNS = ("point", "concurrency", "prompt_set", "block", "engine") + (
@@ -283,17 +283,7 @@ def summary_rows(entries):
 
 
 def _atomic(path, data):
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix=".bench-report.", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data if isinstance(data, bytes) else data.encode("utf-8"))
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    _files.write_private(path, data, ".bench-report.")
 
 
 def _pyplot():
