@@ -12,6 +12,7 @@ export PATH := $(BIN):$(PATH)
 export PYTHONPATH := $(COLL)
 PLAYBOOK := $(BIN)/ansible-playbook
 LAB_INV := inventories/lab/hosts.yml
+MOLECULE_TEST := MOLECULE=$(BIN)/molecule bash tests/ci/molecule-test.sh
 
 .PHONY: help deps venv link host-deps lab-up lab-down demo ee test changelog-lint lint sanity units molecule bench bench-converge bench-tune bench-sweep preflight clean
 
@@ -77,18 +78,19 @@ sanity: deps  ## ansible-test sanity on a copy of the collection
 units: deps  ## pytest unit tests
 	$(BIN)/python -m pytest -q tests/unit
 
-molecule: lab-up  ## Molecule scenarios on the lab: two nodes, downloads, fault tests, one node with each method, then the real llama.cpp engine (benchmark and tuner), then stop safety
-	$(BIN)/molecule test -s two_nodes
-	$(BIN)/molecule test -s hf_download
-	$(BIN)/molecule test -s netplan_faults
-	$(BIN)/molecule test -s preflight_faults
-	$(BIN)/molecule test -s server_faults
-	$(BIN)/molecule test -s trtllm_versions
-	SPECDEC_METHOD=eagle3 $(BIN)/molecule test -s single_node
-	SPECDEC_METHOD=draft_target TRTLLM_STANDIN=1.4.0rc1 $(BIN)/molecule test -s single_node
-	SPECDEC_METHOD=none $(BIN)/molecule test -s single_node
-	$(BIN)/molecule test -s llamacpp
-	$(BIN)/molecule test -s stop_safety
+molecule: lab-up  ## Molecule scenarios on the lab: two nodes, downloads, fault tests, one node with each method, then the real llama.cpp engine (benchmark and tuner), then stop safety (each log in .build/molecule; what failed in .build/molecule/failure.txt)
+	@rm -f .build/molecule/failure.txt
+	$(MOLECULE_TEST) -s two_nodes
+	$(MOLECULE_TEST) -s hf_download
+	$(MOLECULE_TEST) -s netplan_faults
+	$(MOLECULE_TEST) -s preflight_faults
+	$(MOLECULE_TEST) -s server_faults
+	$(MOLECULE_TEST) -s trtllm_versions
+	SPECDEC_METHOD=eagle3 $(MOLECULE_TEST) -s single_node
+	SPECDEC_METHOD=draft_target TRTLLM_STANDIN=1.4.0rc1 $(MOLECULE_TEST) -s single_node
+	SPECDEC_METHOD=none $(MOLECULE_TEST) -s single_node
+	$(MOLECULE_TEST) -s llamacpp
+	$(MOLECULE_TEST) -s stop_safety
 
 changelog-lint: deps  ## antsibull-changelog lint of changelogs/fragments
 	$(BIN)/antsibull-changelog lint
@@ -101,7 +103,8 @@ test: deps  ## everything CI runs, stage by stage, each stage's duration printed
 	  if $(MAKE) --no-print-directory $$stage; then rc=0; else rc=$$?; fi; \
 	  took=$$(( $$(date +%s) - start )); summary="$$summary$$(printf '%-15s %5d s  %s' $$stage $$took $$([ $$rc = 0 ] && echo ok || echo FAILED))\n"; \
 	  echo "== stage $$stage: $$took s, $$([ $$rc = 0 ] && echo ok || echo "FAILED (rc $$rc)")"; \
-	  if [ $$rc != 0 ]; then printf "== stages\n$$summary"; exit $$rc; fi; \
+	  if [ $$rc != 0 ]; then printf "== stages\n$$summary"; \
+	    if [ $$stage = molecule ] && [ -s .build/molecule/failure.txt ]; then cat .build/molecule/failure.txt; fi; exit $$rc; fi; \
 	done; printf "== stages\n$$summary== total: %d s\n" $$(( $$(date +%s) - all ))
 
 clean: lab-down  ## remove the lab and build products (keeps downloaded nothing else)

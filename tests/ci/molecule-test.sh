@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Run one Molecule scenario (`molecule test ARGS...`), keep its whole output in .build/molecule/<scenario>.log
+# and, when it fails, write what failed (failed tasks and their messages, no colour) to
+# .build/molecule/failure.txt, which `make test` prints last: CI keeps only the tail of a run.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+scenario=default
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  [ "${args[$i]}" = -s ] && scenario=${args[$((i + 1))]}
+done
+logs="$root/.build/molecule"
+mkdir -p "$logs"
+log="$logs/$scenario${SPECDEC_METHOD:+-$SPECDEC_METHOD}.log"
+"${MOLECULE:-molecule}" test "$@" 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+if [ "$rc" != 0 ]; then
+  {
+    echo "== molecule scenario $scenario${SPECDEC_METHOD:+ (SPECDEC_METHOD=$SPECDEC_METHOD)} failed (rc $rc); whole log: $log"
+    python3 "$here/failure_digest.py" "$log"
+  } > "$logs/failure.txt"
+fi
+exit "$rc"
