@@ -45,8 +45,12 @@ def main(argv):
         print(__doc__.strip().splitlines()[-1], file=sys.stderr)
         return 2
     with open(argv[1], encoding="utf-8", errors="replace") as handle:
-        lines = digest(handle, int(argv[2]) if len(argv) > 2 else 2)
-    print("\n".join(lines) if lines else "(no failed task in the log)")
+        log = handle.readlines()
+    lines = digest(log, int(argv[2]) if len(argv) > 2 else 2)
+    if not lines:  # no task failed (a Molecule or configuration error): the log's last lines say why
+        lines = ["(no failed task; the log ends with:)"] + [line for line in (
+            BOX.sub("", ANSI.sub("", raw.rstrip("\n"))) for raw in log) if line.strip()][-12:]
+    print("\n".join(lines))
     return 0
 
 

@@ -55,3 +55,12 @@ def test_cli(tmp_path, capsys):
     log.write_text(LOG, encoding="utf-8")
     assert failure_digest.main(["failure_digest.py", str(log), "1"]) == 0
     assert capsys.readouterr().out.splitlines()[0] == "TASK [Stop with a report of each node]"
+
+
+def test_cli_without_failed_task_prints_the_end_of_the_log(tmp_path, capsys):
+    log = tmp_path / "x.log"
+    log.write_text("".join("line %d\n" % i for i in range(30)) + "\x1b[31mCRITICAL scenario not found\x1b[0m\n")
+    assert failure_digest.main(["failure_digest.py", str(log)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "(no failed task; the log ends with:)"
+    assert out[-1] == "CRITICAL scenario not found" and len(out) == 13
