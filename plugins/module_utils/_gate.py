@@ -20,8 +20,18 @@ the node has the model's tokenizer (nothing is downloaded at run time); the firs
 character index is reported too. A prompt is ``match`` (identical text), ``late`` (first divergence
 at word ``early_words`` or later) or ``early`` (before it; an empty output on one side is early).
 
+Near-ties, shown: when the baseline run recorded each token's log-probability and its runner-ups
+(OpenAI chat ``logprobs``/``top_logprobs``; llama.cpp's ``llama-server`` reports them for tokens it decodes
+one at a time, not for accepted draft tokens, so the baseline side is the one that has them), the
+token where the texts part is looked up: when the speculative text continues there with one of the
+baseline's runner-ups, whose log-probability is within ``tie_margin`` nats of the baseline's token, the
+divergence is a near-tie the kernels' rounding can flip, and the prompt is ``tie``, not early or late.
+Without token log-probabilities (or with ``tie_margin`` 0) no prompt is a tie.
+
 Default verdict: fail on ANY early divergence (``max_early`` 0, ``early_words`` 32), or when more
-than ``max_late_fraction`` (0.25) of the prompts diverge late. Both are options of the caller.
+than ``max_late_fraction`` (0.25) of the prompts diverge late; ties never fail (``tie_margin`` 0.25
+nats: a flip between two tokens whose log-probabilities differ by more than a quarter of a nat is
+not rounding). All are options of the caller.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ from __future__ import annotations
 EARLY_WORDS = 32
 MAX_EARLY = 0
 MAX_LATE_FRACTION = 0.25
+TIE_MARGIN = 0.25
 
 
 class GateError(Exception):
@@ -36,17 +47,45 @@ class GateError(Exception):
 
 
 def _by_id(outputs, side):
+    """{prompt_id: (text, tokens or None)}."""
     table = {}
     for index, item in enumerate(outputs or []):
         if isinstance(item, str):
-            key, text = str(index), item
+            key, text, tokens = str(index), item, None
         else:
             key = str(item.get("prompt_id", item.get("id", index)))
-            text = item.get("text")
+            text, tokens = item.get("text"), item.get("tokens")
         if key in table:
             raise GateError("%s outputs have prompt id %s twice" % (side, key))
-        table[key] = "" if text is None else str(text)
+        table[key] = ("" if text is None else str(text), tokens or None)
     return table
+
+
+def near_tie(text, tokens, other, char):
+    """Where ``text`` (decoded as ``tokens``: [{token, logprob, top: [[token, logprob], ...]}]) and ``other`` part
+    at character ``char``: ``{token_index, baseline_token, speculative_token, margin}``, margin in nats (the
+    baseline token's log-probability minus that of the runner-up the other text continues with), or None for
+    ``speculative_token``/``margin`` when the other text continues with none of the runner-ups. None when the
+    tokens are missing or do not spell ``text`` (they cannot be aligned)."""
+    if not tokens or "".join(str(t.get("token", "")) for t in tokens) != text:
+        return None
+    offset = 0
+    for index, tok in enumerate(tokens):
+        piece = str(tok.get("token", ""))
+        if offset + len(piece) > char:
+            rest = other[offset:]
+            found = None
+            for alt, logprob in tok.get("top") or []:
+                alt = str(alt)
+                if alt and alt != piece and rest.startswith(alt) and (found is None or len(alt) > len(found[0])):
+                    found = (alt, logprob)
+            out = {"token_index": index, "baseline_token": piece, "speculative_token": None, "margin": None}
+            if found is not None and tok.get("logprob") is not None and found[1] is not None:
+                out["speculative_token"] = found[0]
+                out["margin"] = round(float(tok["logprob"]) - float(found[1]), 4)
+            return out
+        offset += len(piece)
+    return None
 
 
 def first_divergence(left, right):
@@ -60,13 +99,14 @@ def first_divergence(left, right):
 
 
 def compare(baseline, speculative, early_words=EARLY_WORDS, max_early=MAX_EARLY,
-            max_late_fraction=MAX_LATE_FRACTION):
+            max_late_fraction=MAX_LATE_FRACTION, tie_margin=TIE_MARGIN):
     """Per-prompt comparison and verdict.
 
-    ``baseline`` / ``speculative``: lists of ``{"prompt_id", "text"}`` (or plain strings, matched by
-    position), both at temperature 0 and concurrency 1. Returns ``{"passed", "msg", "prompts": [{prompt_id,
-    status (match|late|early), first_diverging_word, first_diverging_char, baseline_words, speculative_words,
-    baseline_excerpt, speculative_excerpt}], "counts": {match, late, early}, "thresholds": {...}}``.
+    ``baseline`` / ``speculative``: lists of ``{"prompt_id", "text"}`` (optionally ``"tokens"``, see
+    ``near_tie``; or plain strings, matched by position), both at temperature 0 and concurrency 1. Returns
+    ``{"passed", "msg", "prompts": [{prompt_id, status (match|tie|late|early), first_diverging_word,
+    first_diverging_char, baseline_words, speculative_words, baseline_excerpt, speculative_excerpt, tie}],
+    "counts": {match, tie, late, early}, "thresholds": {...}}``.
     """
     base = _by_id(baseline, "baseline")
     spec = _by_id(speculative, "speculative")
@@ -76,19 +116,26 @@ def compare(baseline, speculative, early_words=EARLY_WORDS, max_early=MAX_EARLY,
     if not base:
         raise GateError("no outputs to compare")
     prompts = []
-    counts = {"match": 0, "late": 0, "early": 0}
+    counts = {"match": 0, "tie": 0, "late": 0, "early": 0}
     for key in base:
-        left, right = base[key], spec[key]
+        (left, left_tokens), (right, dummy) = base[key], spec[key]
         word, char = first_divergence(left, right)
+        tie = None
         if word is None:
             status = "match"
-        elif not left.strip() or not right.strip() or word < int(early_words):
+        elif not left.strip() or not right.strip():
             status = "early"
         else:
-            status = "late"
+            tie = near_tie(left, left_tokens, right, char)
+            if tie and tie["margin"] is not None and 0 <= tie["margin"] <= float(tie_margin):
+                status = "tie"
+            elif word < int(early_words):
+                status = "early"
+            else:
+                status = "late"
         counts[status] += 1
         entry = {"prompt_id": key, "status": status, "first_diverging_word": word, "first_diverging_char": char,
-                 "baseline_words": len(left.split()), "speculative_words": len(right.split())}
+                 "baseline_words": len(left.split()), "speculative_words": len(right.split()), "tie": tie}
         if char is not None:
             entry["baseline_excerpt"] = left[max(0, char - 40):char + 40]
             entry["speculative_excerpt"] = right[max(0, char - 40):char + 40]
@@ -106,9 +153,11 @@ def compare(baseline, speculative, early_words=EARLY_WORDS, max_early=MAX_EARLY,
         problems.append("%d of %d prompts diverge late (%.0f%% > %.0f%%): more than float rounding explains"
                         % (counts["late"], total, 100 * late_fraction, 100 * float(max_late_fraction)))
     passed = not problems
-    msg = ("correctness gate passed: %d of %d prompts identical, %d diverge late (at or after word %d)"
-           % (counts["match"], total, counts["late"], int(early_words)) if passed else
-           "correctness gate FAILED: " + "; ".join(problems))
+    ties = ("; %d part at a near-tie (the baseline's runner-up within %s nats: rounding, not a failure)"
+            % (counts["tie"], float(tie_margin)) if counts["tie"] else "")
+    msg = ("correctness gate passed: %d of %d prompts identical, %d diverge late (at or after word %d)%s"
+           % (counts["match"], total, counts["late"], int(early_words), ties) if passed else
+           "correctness gate FAILED: " + "; ".join(problems) + ties)
     return {"passed": passed, "msg": msg, "prompts": prompts, "counts": counts,
             "thresholds": {"early_words": int(early_words), "max_early": int(max_early),
-                           "max_late_fraction": float(max_late_fraction)}}
+                           "max_late_fraction": float(max_late_fraction), "tie_margin": float(tie_margin)}}

@@ -682,6 +682,11 @@ def _share(value, shown):
     return [] if 0 <= value <= 1 else ['%s is out of range; set a fraction from 0 to 1, e.g. 0.25.' % shown]
 
 
+def _nats(value, shown):
+    return [] if 0 <= value <= 5 else ['%s is out of range; set a log-probability margin in nats from 0 (off) to 5, e.g. 0.25.'
+                                       % shown]
+
+
 def _bench_objective(value, shown):
     known = ('concurrency', 'prompt_set', 'ttft_p90_max', 'itl_p90_max')
     problems = ['key %s is unknown; use %s.' % (k, ', '.join(known)) for k in value if k not in known]
@@ -986,6 +991,7 @@ BOUNDS = {
     'specdec_benchmark_min_mem_available': _int_range(0, note='bytes; 0 only records it'),
     'specdec_benchmark_gate_max_early': _int_range(0, note='prompts'),
     'specdec_benchmark_gate_max_late_fraction': _Check(_share),
+    'specdec_benchmark_gate_tie_margin': _Check(_nats),
     'specdec_benchmark_output_dir': _non_empty('a directory for the report, e.g. specdec-benchmark'),
     'specdec_benchmark_objective': _Check(_bench_objective),
 

@@ -130,6 +130,17 @@ options:
       - Return each response's text in RV(requests) (needed by the correctness gate).
     type: bool
     default: true
+  top_logprobs:
+    description:
+      - "With a value above 0 (and O(record_text)), every request also asks for C(logprobs: true) and
+        C(top_logprobs) (the OpenAI chat completions fields; llama.cpp's C(llama-server) maps them to its C(n_probs),
+        pre-sampling probabilities) and RV(requests[].tokens) records each token with its log-probability and its
+        runner-ups: what the correctness gate needs to tell a near-tie that the kernels' rounding flipped from a
+        real divergence. llama-server reports them for the tokens it decodes one at a time, not for accepted draft
+        tokens (its speculative path leaves them unset), so only a run without speculation yields all of them."
+      - 0 asks for none. Not sent to TensorRT-LLM by the benchmark role (untested on a Spark).
+    type: int
+    default: 0
   record_dir:
     description:
       - "Directory on the node where the raw responses are saved for later use as test fixtures (the C(--record)
@@ -143,7 +154,7 @@ notes:
     no path answers Prometheus text (O(engine) not V(auto): fails; V(auto): a warning, metrics V(null));
     any measured request fails (HTTP status and the start of the body, a stream error event, a stream that ends
     without C([DONE]), or O(timeout)): the module fails with the count and the first error and still returns the
-    records; O(record_dir) cannot be written."
+    records; O(record_dir) cannot be written; O(top_logprobs) outside 0-20."
   - "Token counts are the server's (C(usage.completion_tokens)). Times are C(time.perf_counter) seconds: RV(requests)
     C(send_time) from the start of the measured run, C(ttft), C(chunk_times) and C(e2e) from the request's send."
   - Formats read, with their sources, are listed in C(plugins/module_utils/_bench.py) (llama.cpp
@@ -272,6 +283,13 @@ requests:
     text:
       description: The concatenated content (omitted with O(record_text=false)).
       type: str
+    tokens:
+      description:
+        - "With O(top_logprobs) above 0: one entry per token of the text, C({token, logprob, top}) with C(logprob)
+          (natural log, nats) and C(top) the runner-ups as C([token, logprob]) pairs, from C(choices[].logprobs.content)
+          of each chunk. V(null) without O(top_logprobs) or when the server sent none."
+      type: list
+      elements: dict
     timings:
       description: llama.cpp's C(timings) object of the last chunk (V(null) on other servers), e.g. C(draft_n),
         C(draft_n_accepted), C(predicted_n), C(predicted_per_second) (tokens/s), C(prompt_ms) (ms).
@@ -431,6 +449,13 @@ def parse_sse_line(line):
         raise LoadgenError("the stream sent a data line that is not JSON: %r" % payload[:_BODY_EXCERPT])
 
 
+def token_entry(item):
+    """One token of an OpenAI ``logprobs.content`` list as ``{token, logprob, top: [[token, logprob], ...]}``."""
+    top = [[str(alt.get("token", "")), alt.get("logprob")] for alt in item.get("top_logprobs") or []
+           if isinstance(alt, dict)]
+    return {"token": str(item.get("token", "")), "logprob": item.get("logprob"), "top": top}
+
+
 def build_requests(prompts, num_requests, max_tokens):
     """The prompt list -> one (prompt_id, messages, max_tokens) per measured request (cycled)."""
     normalized = []
@@ -457,7 +482,8 @@ def build_requests(prompts, num_requests, max_tokens):
 def stream_chat(target, body, timeout, headers, keep_raw=False):
     """Send one streamed chat completion; returns its record (times from the send, in seconds)."""
     rec = {"ok": False, "error": None, "ttft": None, "chunk_times": [], "e2e": None, "output_tokens": None,
-           "prompt_tokens": None, "finish_reason": None, "text": "", "timings": None, "raw": [] if keep_raw else None}
+           "prompt_tokens": None, "finish_reason": None, "text": "", "timings": None, "raw": [] if keep_raw else None,
+           "tokens": None}
     payload = json.dumps(body).encode("utf-8")
     conn = _connection(target, timeout)
     sent = time.perf_counter()
@@ -498,6 +524,9 @@ def stream_chat(target, body, timeout, headers, keep_raw=False):
                     has_content = True
                 if choice.get("finish_reason"):
                     rec["finish_reason"] = choice["finish_reason"]
+                logprobs = (choice.get("logprobs") or {}).get("content") if isinstance(choice.get("logprobs"), dict) else None
+                if logprobs:
+                    rec["tokens"] = (rec["tokens"] or []) + [token_entry(item) for item in logprobs if isinstance(item, dict)]
             if has_content:
                 rec["chunk_times"].append(now - sent)
                 if rec["ttft"] is None:
@@ -607,6 +636,7 @@ def run_module():
             timeout=dict(type="float", default=300),
             api_key=dict(type="str", no_log=True),
             record_text=dict(type="bool", default=True),
+            top_logprobs=dict(type="int", default=0),
             record_dir=dict(type="path"),
         ),
         supports_check_mode=True,
@@ -620,6 +650,8 @@ def run_module():
             module.fail_json(msg="%s must be at least %d, got %d" % (name, low, p[name]))
     if p["timeout"] <= 0:
         module.fail_json(msg="timeout must be a positive number of seconds, got %s" % p["timeout"])
+    if not 0 <= p["top_logprobs"] <= 20:
+        module.fail_json(msg="top_logprobs must be 0 (none) to 20 (the OpenAI limit), got %d" % p["top_logprobs"])
     headers = {"Authorization": "Bearer %s" % p["api_key"]} if p["api_key"] else {}
     target, model, warm, records, wall, started = None, None, [], [], 0.0, None
     metrics_path = before = after = perf = None
@@ -637,8 +669,10 @@ def run_module():
                 model = json.loads(body)["data"][0]["id"]
             except (ValueError, KeyError, IndexError, TypeError):
                 raise LoadgenError("GET %s/v1/models lists no model; set the model option" % target["url"])
-        params = {"temperature": p["temperature"], "seed": p["seed"], "extra_body": p["extra_body"],
-                  "timeout": p["timeout"]}
+        extra = dict(p["extra_body"] or {})
+        if p["top_logprobs"] and p["record_text"]:
+            extra.update({"logprobs": True, "top_logprobs": p["top_logprobs"]})
+        params = {"temperature": p["temperature"], "seed": p["seed"], "extra_body": extra, "timeout": p["timeout"]}
         warm = build_requests(p["prompts"], p["warmup_requests"], p["max_tokens"]) if p["warmup_requests"] else []
         if warm:
             warm_records = run_load(target, model, warm, 1, params, headers)[0]
@@ -668,6 +702,7 @@ def run_module():
     if not p["record_text"]:
         for rec in records:
             rec.pop("text", None)
+            rec.pop("tokens", None)
     result = dict(changed=False, url=target["url"], model=model, concurrency=p["concurrency"], warmup=len(warm),
                   started=started, wall_seconds=wall, requests=records, metrics_path=metrics_path,
                   metrics_before=before, metrics_after=after, perf_metrics=perf,

@@ -120,7 +120,8 @@ def build(runs, objective=None, candidates=None, probes=None, point_seconds=None
         report["search"] = _tune.evaluate_search(summaries, objective, cands, probes or _tune.DEFAULT_PROBES,
                                                  point_seconds)
     if gate:
-        thresholds = {k: gate[k] for k in ("early_words", "max_early", "max_late_fraction") if gate.get(k) is not None}
+        thresholds = {k: gate[k] for k in ("early_words", "max_early", "max_late_fraction", "tie_margin")
+                      if gate.get(k) is not None}
         if gate.get("from_runs"):
             report["gate"] = gate_from_runs(runs, summaries, report["tuner"], gate.get("prompt_set"), thresholds)
         else:
@@ -139,7 +140,7 @@ def _texts(run):
         if request.get("text") is None:
             raise _gate.GateError("a run at concurrency 1 has no texts: run the load generator with record_text")
         seen.add(key)
-        out.append({"prompt_id": key, "text": request["text"]})
+        out.append({"prompt_id": key, "text": request["text"], "tokens": request.get("tokens")})
     return out
 
 
@@ -180,12 +181,20 @@ def gate_from_runs(runs, summaries, tuner, prompt_set=None, thresholds=None):
         results[point] = _gate.compare(base, spec, **(thresholds or {}))
     out = dict(results[main])
     out["point"] = main
-    out["points"] = {str(p): {"passed": r["passed"], "msg": r["msg"], "counts": r["counts"]} for p, r in results.items()}
+    out["points"] = {str(p): {"passed": r["passed"], "msg": r["msg"], "counts": r["counts"], "prompts": r["prompts"]}
+                     for p, r in results.items()}
     if not all(r["passed"] for r in results.values()):
         out["passed"] = False
         out["msg"] = "correctness gate FAILED: " + "; ".join(
             "draft length %s: %s" % (p, r["msg"]) for p, r in results.items() if not r["passed"])
     return out
+
+
+def _token_cell(token):
+    """A token in a Markdown cell: quoted (its leading space shows), pipes and newlines escaped; - when none."""
+    if token is None:
+        return "-"
+    return "`%s`" % json.dumps(token)[1:-1].replace("|", "\\|").replace("`", "'")
 
 
 def _fmt(value, digits=1, scale=1.0):
@@ -248,11 +257,22 @@ def markdown(report):
                           "within" if s["within_spread"] else "NOT within"), ""]
     if report.get("gate"):
         gate = report["gate"]
-        lines += ["## Correctness gate", "", gate["msg"], "", "| prompt | status | first diverging word |",
-                  "|---|---|---|"]
-        lines += ["| %s | %s | %s |" % (p["prompt_id"], p["status"], "-" if p["first_diverging_word"] is None
-                                        else p["first_diverging_word"]) for p in gate["prompts"]]
-        lines.append("")
+        lines += ["## Correctness gate", "", gate["msg"], ""]
+        # One table per draft length compared (gate from the runs), else the one comparison.
+        tables = [("draft length %s: %s" % (point, res["msg"]), res["prompts"])
+                  for point, res in sorted((gate.get("points") or {}).items(), key=lambda kv: int(kv[0]))
+                  if res.get("prompts") is not None] or [(None, gate["prompts"])]
+        for title, prompts in tables:
+            if title:
+                lines += ["### " + title, ""]
+            lines += ["| prompt | status | first diverging word | baseline token | speculative token | margin (nats) |",
+                      "|---|---|---|---|---|---|"]
+            lines += ["| %s | %s | %s | %s | %s | %s |" % (
+                p["prompt_id"], p["status"], "-" if p["first_diverging_word"] is None else p["first_diverging_word"],
+                _token_cell((p.get("tie") or {}).get("baseline_token")),
+                _token_cell((p.get("tie") or {}).get("speculative_token")),
+                "-" if (p.get("tie") or {}).get("margin") is None else "%.3f" % p["tie"]["margin"]) for p in prompts]
+            lines.append("")
     if report.get("problems"):
         lines += ["## Problems", ""] + ["- %s" % p for p in report["problems"]] + [""]
     lines += ["Plots: %s." % ", ".join("`%s.png`" % name for name in PLOTS), ""]

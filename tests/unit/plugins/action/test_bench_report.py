@@ -202,3 +202,27 @@ def test_report_files_are_private(tmp_path):
           "plots": False}).run(task_vars={})
     for path in (tmp_path / "p").iterdir():
         assert path.stat().st_mode & 0o077 == 0, path
+
+
+def test_gate_from_runs_a_near_tie_passes_and_every_point_has_its_table(tmp_path):
+    runs = synthetic_runs()
+    base = next(r for r in runs if r["point"] == "none" and r["concurrency"] == 1)
+    request = base["loadgen"]["requests"][0]
+    words = request["text"].split(" ")
+    # The baseline's tokens (one per word, as llama-server reports them), the first with a runner-up 0.02 nats behind.
+    request["tokens"] = [{"token": (w if i == 0 else " " + w), "logprob": -0.1, "top": [[(w if i == 0 else " " + w), -0.1]]}
+                         for i, w in enumerate(words)]
+    request["tokens"][0]["top"].append(["y", -0.12])
+    bad = next(r for r in runs if r["point"] == 4 and r["concurrency"] == 1)
+    bad["loadgen"]["requests"][0]["text"] = "y " + " ".join(words[1:])
+    result = make({"runs": runs, "output_dir": str(tmp_path / "g"), "engine": "llamacpp", "plots": False,
+                   "objective": {"concurrency": 1}, "gate": {"from_runs": True}}).run(task_vars={})
+    assert not result.get("failed"), result.get("msg")
+    four = result["gate"]["points"]["4"]
+    assert four["passed"] and four["counts"]["tie"] == 1
+    tie = next(p for p in four["prompts"] if p["status"] == "tie")["tie"]
+    assert tie["baseline_token"] == words[0] and tie["speculative_token"] == "y" and tie["margin"] == 0.02
+    md = (tmp_path / "g" / "report.md").read_text()
+    for point in ("1", "2", "4", "8"):
+        assert "### draft length %s: correctness gate passed" % point in md
+    assert "| tie | 0 | `%s` | `y` | 0.020 |" % words[0] in md

@@ -393,6 +393,8 @@ NEGATIVE_CASES = [
      'is out of range'),
     ('bench-gate-late-above-one', {'specdec_benchmark_gate_max_late_fraction': 1.5},
      'specdec_benchmark_gate_max_late_fraction', 'is out of range'),
+    ('bench-gate-tie-margin-negative', {'specdec_benchmark_gate_tie_margin': -0.1},
+     'specdec_benchmark_gate_tie_margin', 'is out of range'),
     ('bench-output-dir-empty', {'specdec_benchmark_output_dir': ' '}, 'specdec_benchmark_output_dir', 'is empty'),
 
     # --- playbook settings ---

@@ -114,7 +114,13 @@ def make_handler(fake):
                 for i, word in enumerate(fake.words):
                     if i and i % fake.burst == 0:
                         time.sleep(0.02)  # the next verification step
-                    event(dict(base, choices=[{'index': 0, 'finish_reason': None, 'delta': {'content': word}}]))
+                    choice = {'index': 0, 'finish_reason': None, 'delta': {'content': word}}
+                    if body.get('logprobs'):  # llama-server: one content entry per token, top_logprobs runner-ups
+                        top = [{'token': word, 'logprob': -0.5, 'bytes': list(word.encode())},
+                               {'token': ' alt', 'logprob': -1.25, 'bytes': list(b' alt')}][:body['top_logprobs']]
+                        choice['logprobs'] = {'content': [{'id': i, 'token': word, 'logprob': -0.5,
+                                                           'bytes': list(word.encode()), 'top_logprobs': top}]}
+                    event(dict(base, choices=[choice]))
                 if not fake.truncate:
                     event(dict(base, choices=[{'index': 0, 'finish_reason': 'stop', 'delta': {}}]))
                     event(dict(base, choices=[], usage={'completion_tokens': len(fake.words), 'prompt_tokens': 12,
@@ -255,7 +261,27 @@ def test_parse_sse_line():
     assert specdec_loadgen.parse_sse_line(b'error: {"code": 500}\n') == {'error': {'code': 500}}
 
 
+def test_top_logprobs_records_each_token_and_its_runner_ups(server):
+    server.metrics = [fixture_text('llamacpp-metrics-before.txt')]
+    got = run({'url': server.url, 'prompts': ['x'], 'num_requests': 1, 'warmup_requests': 0, 'top_logprobs': 2})
+    body = server.bodies[-1]
+    assert body['logprobs'] is True and body['top_logprobs'] == 2
+    rec = got['requests'][0]
+    assert ''.join(t['token'] for t in rec['tokens']) == rec['text'] == 'def f(x): return x'
+    assert rec['tokens'][1] == {'token': ' f', 'logprob': -0.5, 'top': [[' f', -0.5], [' alt', -1.25]]}
+
+
+def test_no_logprobs_asked_by_default_nor_without_text(server):
+    server.metrics = [fixture_text('llamacpp-metrics-before.txt')]
+    got = run({'url': server.url, 'prompts': ['x'], 'num_requests': 1, 'warmup_requests': 0})
+    assert "logprobs" not in server.bodies[-1] and got['requests'][0]['tokens'] is None
+    got = run({'url': server.url, 'prompts': ['x'], 'num_requests': 1, 'warmup_requests': 0, 'top_logprobs': 2,
+               'record_text': False})
+    assert "logprobs" not in server.bodies[-1] and 'tokens' not in got['requests'][0]
+
+
 @pytest.mark.parametrize('args,msg', [
+    ({'top_logprobs': 21}, 'top_logprobs must be 0 (none) to 20'),
     ({'concurrency': 0}, 'concurrency must be at least 1'),
     ({'prompts': []}, 'prompts is empty'),
     ({'prompts': [{'id': 'x'}]}, 'neither prompt nor messages'),
