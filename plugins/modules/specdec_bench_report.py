@@ -83,7 +83,7 @@ options:
         C(early_words) (default 32), C(max_early) (default 0), C(max_late_fraction) (default 0.25) and
         C(tie_margin) (nats, default 0.25: a divergence onto a runner-up of the baseline's token within this
         log-probability margin is a near-tie, status C(tie), not a failure; the baseline items need C(tokens) as
-        M(sparkops.specdec.specdec_loadgen) records them with O(top_logprobs); 0 turns it off)."
+        M(sparkops.specdec.specdec_loadgen) records them with its option C(top_logprobs); 0 turns it off)."
       - "Or C(from_runs: true) (optional C(prompt_set)): the gate compares the O(runs) themselves, the first run of
         V(none) at concurrency 1 against the first run of each draft length at concurrency 1 (their first text per
         prompt id); it passes when every draft length passes, and RV(gate) holds the comparison of the tuner's pick
