@@ -3,11 +3,13 @@
 #  1. Renames the Docker-network interfaces to the ConnectX-7 names and adds the
 #     second (uncabled) port as dummy interfaces that stay down.
 #  2. Installs the lab's pinned SSH host key and the controller's authorized key.
-#  3. Starts a Docker engine (Docker-in-Docker) and then sshd in the foreground.
+#  3. Applies the netplan files as systemd-networkd would at boot (networkd_boot.py).
+#  4. Starts a Docker engine (Docker-in-Docker) and then sshd in the foreground.
 # LAB_DOWN_IFS: pairs of interface names to create down (port 0 of the CX-7).
 # LAB_IFMAP: space-separated "IPV4PREFIX=NAME" pairs; the interface holding an
 # address starting with IPV4PREFIX is renamed NAME and its address removed (the
-# netplan_qsfp role assigns the fabric addresses, as on a fresh Spark).
+# netplan_qsfp role assigns the fabric addresses, as on a fresh Spark; after that,
+# networkd_boot.py applies its netplan file at every start, as a Spark's boot does).
 set -eu
 
 for pair in ${LAB_IFMAP:-}; do
@@ -27,6 +29,10 @@ while [ $# -ge 2 ]; do
   ip link show "$1" >/dev/null 2>&1 || ip link add "$1" type veth peer name "$2"
   shift 2
 done
+
+# Boot-time addressing, as systemd-networkd does it on a Spark: the netplan files in /etc/netplan (e.g. the
+# fabric addresses netplan_qsfp wrote) are applied again at every start of the node (a "reboot").
+python3 /usr/local/lib/sparkops-lab/networkd_boot.py || echo "lab-entrypoint: networkd_boot.py failed; the node boots without those addresses" >&2
 
 if [ -d /run/sparkops-lab/hostkeys ]; then
   install -m 0600 /run/sparkops-lab/hostkeys/ssh_host_ed25519_key /etc/ssh/ssh_host_ed25519_key
