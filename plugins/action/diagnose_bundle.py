@@ -19,7 +19,7 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _diagnose, _secrets
-from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _files
 
 _ARGS = frozenset(("nodes", "results", "path", "preflight_report_path", "secrets"))
 
@@ -101,7 +101,7 @@ class ActionModule(ActionBase):
         for suffix in (".tar.gz", ".tgz"):
             if root.endswith(suffix):
                 root = root[:-len(suffix)]
-        _diagnose.write_tarball(path, root, files, now.timestamp())
+        _files.write_private(path, _diagnose.tarball(root, files, now.timestamp()), "." + _diagnose.BUNDLE_PREFIX)
         result.update(
             changed=False, path=path, nodes=sorted(items), collected=sorted(n for n in items if items[n] is not None),
             missing=manifest["missing"], errors=manifest["errors"], files=len(files), manifest=manifest,

@@ -13,7 +13,7 @@
 * ``tail(path, lines)``: the last lines of a (possibly large) log file.
 * ``fabric_env(env)``: the NCCL_/UCX_/OMPI_/PMIX_ entries of a container's ``Config.Env``.
 * ``build(nodes, controller, redactor, created)``: the bundle's files (redacted) and its manifest.
-* ``write_tarball(path, root, files, mtime)``: one ``.tar.gz`` written atomically, mode 0600.
+* ``tarball(root, files, mtime)``: the ``.tar.gz`` bytes (the action writes them 0600, atomically).
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import json
 import os
 import re
 import tarfile
-import tempfile
 
 SCHEMA_VERSION = 1
 BUNDLE_PREFIX = 'sparkops-diagnose-'
@@ -228,25 +227,15 @@ def default_path(directory, stamp):
     return os.path.join(directory, '%s%s.tar.gz' % (BUNDLE_PREFIX, stamp))
 
 
-def write_tarball(path, root, files, mtime):
-    """Write files [(relative path, bytes)] under root/ in a gzip tarball at path, atomically, mode 0600
-    (created so: never readable by others, not even while it is written). Returns the absolute path."""
-    path = os.path.abspath(os.path.expanduser(path))
-    directory = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(prefix='.' + BUNDLE_PREFIX, suffix='.tmp', dir=directory)  # mode 0600
-    try:
-        with os.fdopen(fd, 'wb') as raw:
-            with tarfile.open(fileobj=raw, mode='w:gz') as tar:
-                for name, data in files:
-                    info = tarfile.TarInfo('%s/%s' % (root, name))
-                    info.size = len(data)
-                    info.mtime = int(mtime)
-                    info.mode = 0o600
-                    tar.addfile(info, io.BytesIO(data))
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
+def tarball(root, files, mtime):
+    """The gzip tarball (bytes) of files [(relative path, bytes)] under root/, each member mode 0600 with mtime.
+    The diagnose_bundle action writes it with plugin_utils/_files.write_private (0600, atomic)."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode='w:gz') as tar:
+        for name, data in files:
+            info = tarfile.TarInfo('%s/%s' % (root, name))
+            info.size = len(data)
+            info.mtime = int(mtime)
+            info.mode = 0o600
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()

@@ -82,6 +82,7 @@ def test_bundle_written_0600_redacted_with_manifest(tmp_path, check_mode):
     path = tmp_path / "bundle.tar.gz"
     assert result["path"] == str(path) and result["changed"] is False
     assert stat.S_IMODE(os.stat(str(path)).st_mode) == 0o600
+    assert not [n for n in os.listdir(str(tmp_path)) if n.startswith(".sparkops-diagnose-")]  # no temporary left
     assert result["nodes"] == ["spark-1", "spark-2", "spark-3"] and result["collected"] == ["spark-1"]
     assert result["missing"] == ["spark-1: nvidia_runtime (no nvidia runtime in docker info, no nvidia-ctk or nvidia-smi)",
                                  "spark-1: ibdev2netdev (ibdev2netdev: command not found)"]
