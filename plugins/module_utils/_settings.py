@@ -712,6 +712,21 @@ def _inventory_host(value, shown):
     return ['%s is not an inventory host name; set the name of the head host in the inventory, e.g. spark-1.' % shown]
 
 
+def _node_names(example):
+    """A list of inventory host names: each a name (no blank, no comma), none twice."""
+    def check(value, shown):
+        problems = []
+        for index, item in enumerate(value, 1):
+            if not isinstance(item, str) or not item or re.search(r'[\s,]', item):
+                problems.append('item %d of the list: %s is not an inventory host name; list the inventory names of the '
+                                'nodes, e.g. %s.' % (index, _fmt(item), example))
+        twice = sorted({str(item) for item in value if value.count(item) > 1})
+        if twice:
+            problems.append('lists %s more than once; list each node once.' % ', '.join(twice))
+        return problems
+    return _Check(check)
+
+
 def _trtllm_version(value, shown):
     if value == '' or re.fullmatch(r'[0-9]+(?:\.[0-9]+){1,3}(?:(?:a|b|rc|\.post|\.dev)[0-9]+)*(?:\+[A-Za-z0-9.]+)?', value):
         return []
@@ -867,6 +882,8 @@ BOUNDS = {
 
     # --- netplan_qsfp ---
     'netplan_qsfp_group': _Check(_inventory_group),
+    # Inventory names in index order (the index picks the addresses): names, each once.
+    'netplan_qsfp_nodes': _node_names('[spark-1, spark-2]'),
     # Two IPv4 networks without host bits (netplan and the peer ping compute host addresses from
     # them), one per logical link, not overlapping (one subnet on both links confuses routing and NCCL).
     'netplan_qsfp_link_subnets': _Check(_link_subnets),
@@ -884,6 +901,7 @@ BOUNDS = {
 
     # --- ssh_mesh ---
     'ssh_mesh_group': _Check(_inventory_group),
+    'ssh_mesh_hosts': _node_names('[spark-1, spark-2]'),
     'ssh_mesh_user': _user_name(empty_ok=True),
     # Written to known_hosts and tested with ssh: addresses, not names (the fabric has no DNS).
     'ssh_mesh_addresses': _each(_ip_address),
@@ -1099,6 +1117,21 @@ def _cross(effective, context):
         problems.append('trtllm_container_image_archive: is empty but trtllm_container_image_source is archive; '
                         'set the absolute path of the docker-save tarball on the node, or set the source to pull.')
     problems.extend(_cross_management(effective, context or {}))
+    problems.extend(_cross_node_lists(effective, context or {}))
+    return problems
+
+
+def _cross_node_lists(effective, context):
+    """A node list that is set must hold the node itself (its index, its peers). Skipped for single_spark."""
+    host = context.get('host')
+    if not host or context.get('topology') == 'single_spark':
+        return []
+    problems = []
+    for name in ('netplan_qsfp_nodes', 'ssh_mesh_hosts'):
+        value = effective.get(name)
+        if isinstance(value, list) and value and host not in value:
+            problems.append('%s: %s does not list %s, a node it runs on; list every node of the deployment, or set [] '
+                            'for the hosts of the group.' % (name, ', '.join(str(v) for v in value), host))
     return problems
 
 

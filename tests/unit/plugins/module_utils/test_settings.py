@@ -83,6 +83,11 @@ NEGATIVE_CASES = [
     ('qsfp-port-2', {'netplan_qsfp_port': '2'}, 'netplan_qsfp_port', 'is not one of auto, 0, 1'),
     ('qsfp-port-bool', {'netplan_qsfp_port': True}, 'netplan_qsfp_port', 'is a boolean, not text'),
     ('group-space', {'netplan_qsfp_group': 'spark nodes'}, 'netplan_qsfp_group', 'is not an inventory group name'),
+    ('qsfp-nodes-comma', {'netplan_qsfp_nodes': ['spark-1,spark-2']}, 'netplan_qsfp_nodes',
+     'item 1 of the list: "spark-1,spark-2" is not an inventory host name'),
+    ('qsfp-nodes-twice', {'netplan_qsfp_nodes': ['spark-1', 'spark-1']}, 'netplan_qsfp_nodes',
+     'lists spark-1 more than once'),
+    ('qsfp-nodes-string', {'netplan_qsfp_nodes': 'spark-1'}, 'netplan_qsfp_nodes', 'write a YAML list'),
     ('scheme-unknown', {'netplan_qsfp_scheme': 'dhcp'}, 'netplan_qsfp_scheme',
      'is not one of per_link_subnets, single_subnet'),
     ('scheme-typo', {'netplan_qsfp_scheme': 'single-subnet'}, 'netplan_qsfp_scheme', 'did you mean single_subnet?'),
@@ -149,6 +154,9 @@ NEGATIVE_CASES = [
 
     # --- ssh_mesh ---
     ('mesh-group-dash', {'ssh_mesh_group': 'spark-nodes'}, 'ssh_mesh_group', 'is not an inventory group name'),
+    ('mesh-hosts-blank', {'ssh_mesh_hosts': ['spark 2']}, 'ssh_mesh_hosts',
+     'item 1 of the list: "spark 2" is not an inventory host name'),
+    ('mesh-hosts-twice', {'ssh_mesh_hosts': ['a', 'b', 'a']}, 'ssh_mesh_hosts', 'lists a more than once'),
     ('mesh-user-bad', {'ssh_mesh_user': 'root; rm'}, 'ssh_mesh_user', 'is not a user name'),
     ('mesh-user-list', {'ssh_mesh_user': ['nvidia']}, 'ssh_mesh_user', 'is a list, not text'),
     ('mesh-addresses-name', {'ssh_mesh_addresses': ['spark-2']}, 'ssh_mesh_addresses',
@@ -521,6 +529,8 @@ def test_one_message_per_problem_and_sorted():
     {'netplan_qsfp_addresses': []},
     {'netplan_qsfp_link_subnets': ['10.10.0.0/30', '10.10.0.4/30']},
     {'ssh_mesh_addresses': ['192.168.100.10', 'fd00::10']},
+    {'netplan_qsfp_nodes': ['spark-1', 'spark-2']},
+    {'ssh_mesh_hosts': ['spark-3', 'spark-4']},
     {'specdec_server_hf_token': ''},
     {'specdec_server_hf_token': SECRET_TOKEN},
     {'preflight_usable_memory_bytes': 0},
@@ -884,3 +894,18 @@ def test_playbook_settings_of_diagnose_and_status():
     assert check({'status_http_timeout': 0})[0].startswith('status_http_timeout:')
     assert 'did you mean diagnose_log_lines?' in ' '.join(check({'diagnose_log_line': 5}))
     assert check({'diagnose_log_lines': 50, 'status_http_timeout': 5, 'status_page_url': 'x'}) == []
+
+
+def test_node_lists_must_hold_the_node_itself():
+    """netplan_qsfp_nodes/ssh_mesh_hosts set for a node that is not in them: its index and peers would be wrong."""
+    context = {'host': 'spark-3', 'ansible_host': '10.0.0.23', 'topology': 'two_sparks'}
+    lines = check({'netplan_qsfp_nodes': ['spark-1', 'spark-2'], 'ssh_mesh_hosts': ['spark-1', 'spark-2']},
+                  context=context)
+    assert lines == [
+        'netplan_qsfp_nodes: spark-1, spark-2 does not list spark-3, a node it runs on; list every node of the '
+        'deployment, or set [] for the hosts of the group.',
+        'ssh_mesh_hosts: spark-1, spark-2 does not list spark-3, a node it runs on; list every node of the deployment, '
+        'or set [] for the hosts of the group.']
+    assert check({'netplan_qsfp_nodes': ['spark-3', 'spark-4'], 'ssh_mesh_hosts': []}, context=context) == []
+    # One Spark runs neither role.
+    assert check({'netplan_qsfp_nodes': ['spark-1']}, context=dict(context, topology='single_spark')) == []
