@@ -19,7 +19,7 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
-from ansible_collections.sparkops.specdec.plugins.module_utils import _plan, _secrets, _settings
+from ansible_collections.sparkops.specdec.plugins.module_utils import _fleet, _plan, _secrets, _settings
 
 _ARGS = frozenset(("topology", "commits", "downloads", "image", "state", "server_running", "probe", "allow_restart"))
 # Settings that must be the same on every member of a deployment (the server's and the shared
@@ -53,6 +53,81 @@ def _runtime_facts(hostvars, host):
         except Exception:  # a fact cache plugin that cannot answer: no runtime names
             continue
     return names
+
+
+_FLEET_SETTINGS = ("specdec_deployment_id", "specdec_head_host")
+
+
+def _candidates(groups, play_hosts):
+    """Every host of the inventory in its order (groups['all'] ignores --limit), else every host named anywhere."""
+    if groups.get("all"):
+        return list(dict.fromkeys(list(groups["all"]) + list(play_hosts)))
+    found = list(play_hosts)
+    for name in sorted(groups):
+        found += list(groups.get(name) or [])
+    return list(dict.fromkeys(found))
+
+
+def _fleet_settings(hostvars, host):
+    """specdec_deployment_id and specdec_head_host of ``host`` as the inventory resolves them ({} if unreadable)."""
+    try:
+        variables = hostvars[host]
+    except Exception:  # a host the hostvars do not know (e.g. added later): it names no deployment
+        return {}
+    found = {}
+    for name in _FLEET_SETTINGS:
+        try:
+            value = variables.get(name)
+        except Exception:  # an expression that fails: reported for the play's members by the setting checks
+            value = None
+        if isinstance(value, str):
+            found[name] = value
+    return found
+
+
+def _group_vars_reader(hostvars, loader):
+    """group -> the variables set on the group itself (inventory file and group_vars/), or None if unknown."""
+    inventory = getattr(hostvars, "_inventory", None)
+    if inventory is None or not hasattr(inventory, "groups"):
+        return None
+    try:
+        from ansible.vars.plugins import get_vars_from_inventory_sources, get_vars_from_path
+    except ImportError:  # an ansible-core without the vars plugin helpers: the inventory file's vars only
+        get_vars_from_inventory_sources = get_vars_from_path = None
+
+    try:
+        basedir = loader.get_basedir() if loader is not None else None
+    except Exception:  # a loader without a base directory: no playbook-side group_vars/
+        basedir = None
+
+    def read(name):
+        group = inventory.groups.get(name)
+        if group is None:
+            return {}
+        found = {}
+        if get_vars_from_inventory_sources is not None and loader is not None:
+            # Stage "task": where Ansible itself reads group_vars/ (the default RUN_VARS_PLUGINS=demand).
+            try:
+                found.update(get_vars_from_inventory_sources(loader, inventory._sources, [group], "task") or {})
+                if basedir:
+                    found.update(get_vars_from_path(loader, basedir, [group], "task") or {})
+            except Exception:  # a vars plugin that fails is reported by Ansible itself when it loads the host
+                pass
+        try:
+            found.update(group.get_vars() or {})
+        except Exception:  # nothing readable on the group
+            pass
+        return {k: v for k, v in found.items() if k in _FLEET_SETTINGS}
+    return read
+
+
+def _unnamed_hosts(fleet):
+    """Hosts without specdec_deployment_id (today's layout: spark_head + spark_workers, and single Sparks)."""
+    found = set()
+    for dep in fleet["deployments"]:
+        if not dep["named"]:
+            found.update(dep["members"])
+    return found
 
 
 class ActionModule(ActionBase):
@@ -121,6 +196,31 @@ class ActionModule(ActionBase):
         self._play_cache = found
         return found
 
+    @staticmethod
+    def _fleet_errors(fleet, mine, play_hosts, groups, own=True):
+        """The inventory's problems for two_sparks.yml: the play's deployments, whole, one pair."""
+        errors = []
+        for dep in mine if own else []:
+            errors += [e for e in dep["errors"] if e not in errors]
+        errors += _fleet.check_limit(fleet, play_hosts, groups)
+        if len(mine) > 1:
+            errors.append("inventory: the play holds %d deployments (%s); two_sparks.yml deploys one pair per run for "
+                          "now: --limit to one (e.g. --limit <group>)." % (len(mine), ", ".join(d["id"] for d in mine)))
+        elif mine and len(mine[0]["members"]) == 1:
+            host = mine[0]["members"][0]
+            errors.append("inventory: two_sparks.yml needs a pair, but deployment %s has one Spark (%s); serve it with "
+                          "playbooks/single_spark.yml (-e single_spark_host=%s), or give its pair the same "
+                          "specdec_deployment_id." % (mine[0]["id"], host, host))
+        return errors
+
+    def _failed(self, result, dep_id, deployment, errors):
+        result["changed"] = False
+        result["deployment"] = deployment
+        result["failed"] = True
+        msg = "Deployment %s: %d problem(s), nothing was changed:\n- %s" % (dep_id, len(errors), "\n- ".join(errors))
+        result["msg"] = self._scrub(msg) if self._scrub is not None else msg
+        return result
+
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
@@ -142,14 +242,37 @@ class ActionModule(ActionBase):
         per_host = {}
         addresses = {}
 
+        fleet = _fleet.group_deployments(_candidates(groups, play_hosts), lambda h: _fleet_settings(hostvars, h),
+                                         groups, _group_vars_reader(hostvars, getattr(self, "_loader", None)))
+        fleet_head = None
         if topology == "two_sparks":
-            heads = list(groups.get("spark_head") or [])
-            members = heads + [h for h in groups.get("spark_workers") or [] if h not in heads]
-            if len(heads) != 1 or len(members) != 2:
-                errors.append("inventory: two_sparks.yml needs one host in group spark_head and one in spark_workers "
-                              "(got spark_head=%s, spark_workers=%s); see inventories/example/hosts.yml."
-                              % (heads, list(groups.get("spark_workers") or [])))
+            mine = _fleet.deployments_of(fleet, play_hosts)
+            unnamed = _unnamed_hosts(fleet)
+            heads = [h for h in groups.get("spark_head") or [] if h in unnamed]
+            workers = [h for h in groups.get("spark_workers") or [] if h in unnamed]
+            if heads + workers and not any(d["named"] for d in mine):
+                # Today's layout (spark_head + spark_workers, no specdec_deployment_id in the play): one head and one
+                # worker, in today's words.
+                members = heads + [h for h in workers if h not in heads]
+                if len(heads) != 1 or len(members) != 2:
+                    errors.append("inventory: two_sparks.yml needs one host in group spark_head and one in "
+                                  "spark_workers (got spark_head=%s, spark_workers=%s); see inventories/example/hosts.yml."
+                                  % (heads, workers))
+                else:
+                    # Its head and size were checked above and by the settings, in today's words.
+                    errors += self._fleet_errors(fleet, mine, play_hosts, groups, own=False)
+            else:
+                # Deployments named by specdec_deployment_id, or hosts standing alone.
+                errors += self._fleet_errors(fleet, mine, play_hosts, groups)
+                dep = mine[0]
+                members, fleet_head = list(dep["members"]), dep["head"]
+                if errors:
+                    # The inventory does not name one pair: its settings would only add noise.
+                    return self._failed(result, dep["id"], {"id": dep["id"], "topology": topology,
+                                                            "members": members, "head": fleet_head}, errors)
         else:
+            # One Spark: the play's host, whatever deployment the inventory puts it in (today's rule); its id is its
+            # specdec_deployment_id, else its name.
             members = [me] if len(play_hosts) == 1 else play_hosts
             if len(play_hosts) != 1:
                 errors.append("inventory: single_spark.yml serves on one Spark but targets %s; put one host in "
@@ -187,7 +310,7 @@ class ActionModule(ActionBase):
         head = None
         if members:
             explicit = user.get(members[0], {}).get("specdec_head_host")
-            head = explicit or (members[0] if topology == "two_sparks" else me)
+            head = fleet_head or explicit or (members[0] if topology == "two_sparks" else me)
         settings = dict(defaults)
         settings.update(user.get(head, user.get(me, {})))
         # One deployment has one value per setting: the same on every member.
@@ -239,10 +362,7 @@ class ActionModule(ActionBase):
         result["changed"] = False
         result["deployment"] = {k: v for k, v in dep.items() if k != "settings"}
         if errors:
-            result["failed"] = True
-            result["msg"] = self._scrub("Deployment %s: %d problem(s), nothing was changed:\n- %s"
-                                        % (dep["id"], len(errors), "\n- ".join(errors)))
-            return result
+            return self._failed(result, dep["id"], result["deployment"], errors)
         plan = built["plan"]
         result["errors"] = []
         result["plan"] = plan

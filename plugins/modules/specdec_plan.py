@@ -13,9 +13,17 @@ version_added: 0.2.0
 description:
   - An action plugin, run on the controller; it contacts no host. It is the first task of every deployment
     playbook (the inventory preflight) and of the C(specdec_server) role.
-  - Maps the inventory to one deployment (id, member nodes, head, engine, image, preset, overrides). With
-    O(topology=two_sparks) the members are the host of group C(spark_head) and the host of group C(spark_workers);
-    with O(topology=single_spark) the one host of the play.
+  - Maps the inventory to one deployment (id, member nodes, head, engine, image, preset, overrides).
+  - How an inventory is cut into deployments (several pairs and single Sparks may share one inventory, a fleet).
+    Hosts that share a C(specdec_deployment_id) (a group or host variable) form one deployment, named by it. Hosts
+    without one keep today's layout, the hosts of groups C(spark_head) and C(spark_workers) form one deployment (id the
+    head's name) and any other host stands alone (a single Spark, id its name). The head of a deployment is its
+    C(specdec_head_host), else its member in group C(spark_head), else its only member.
+  - With O(topology=two_sparks) the members are the one pair the play holds (after C(--limit)). In today's layout
+    (no C(specdec_deployment_id) in the play) that is the host of group C(spark_head) and the host of group
+    C(spark_workers), as before. A play holding several deployments, half a pair, or one Spark is refused; so far one
+    pair is deployed per run (C(--limit) to the pair's group). With O(topology=single_spark) the member is the one host
+    of the play, and the deployment id its C(specdec_deployment_id), else its name.
   - Checks every variable each member node was given (inventory, group and host vars, extra vars) against the
     collection's roles (C(meta/argument_specs.yml)) for unknown or misspelt names under every prefix, near-miss prefixes,
     removed names (with the one that replaces them), types, choices, bounds, model ids, paths, IPv4 subnets. Then checks
@@ -84,6 +92,14 @@ notes:
     that the plan sets itself, a setting that differs between the two nodes, an image whose TensorRT-LLM version
     cannot be told, a setting of the other engine (e.g. C(specdec_server_llm_api_options) with engine llamacpp), method
     eagle3 or two Sparks with engine llamacpp, a missing GGUF file name, and a running server with another launch spec without C(specdec_server_allow_restart).
+  - "Errors of the inventory's deployments (two_sparks; each one line): the play holds several deployments
+    (C(inventory: the play holds N deployments ...; --limit to one)); C(--limit) takes half a pair
+    (C(--limit: spark-1 is in the play but spark-2 of deployment pair-a is not ...)); the play's deployment is one Spark
+    (use C(playbooks/single_spark.yml)); a deployment without a head (C(specdec_head_host: deployment X (a, b): name its
+    head with specdec_head_host)); C(specdec_head_host) not a member of its deployment, or set to different hosts within
+    it; more than two members (TP>2 is not supported); a host that two groups put in different deployments; and one
+    C(specdec_deployment_id) naming two deployments. In today's layout the message for a missing worker or head stays
+    C(inventory: two_sparks.yml needs one host in group spark_head and one in spark_workers ...)."
 seealso:
   - name: TensorRT-LLM speculative decoding
     description: The decoding_type and speculative_model keys per release (NVIDIA/TensorRT-LLM#10099, #10124).
@@ -113,14 +129,17 @@ errors:
   type: list
   elements: str
 deployment:
-  description: The deployment the inventory maps to.
+  description:
+    - The deployment the inventory maps to.
+    - When the inventory names no single pair for the play (an inventory error), only C(id), C(topology), C(members) and
+      C(head) are returned.
   returned: always
   type: dict
   contains:
     id: {description: 'Deployment id (C(specdec_deployment_id), else the head''s name).', type: str}
     topology: {description: two_sparks or single_spark., type: str}
     members: {description: 'Inventory names of the nodes, head first.', type: list, elements: str}
-    head: {description: The node that launches and serves., type: str}
+    head: {description: 'The node that launches and serves (null when the inventory names none).', type: str}
     engine: {description: Serving engine (trtllm or llamacpp)., type: str}
     image: {description: Engine image reference., type: str}
 plan:

@@ -1,0 +1,214 @@
+# -*- coding: utf-8 -*-
+"""specdec_plan on a fleet inventory (several deployments in one inventory): the play's deployment is planned,
+a play holding several deployments or half a pair is refused with one line, and today's layout is unchanged.
+
+The inventories are loaded by ansible-core's own InventoryManager/VariableManager (HostVars as a play sees them),
+among them the shipped example inventories/example/fleet.yml, so that the example cannot rot."""
+
+from __future__ import annotations
+
+import pathlib
+import types
+
+import pytest
+
+from ansible.inventory.manager import InventoryManager
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
+from ansible.vars.hostvars import HostVars
+from ansible.vars.manager import VariableManager
+
+from ansible_collections.sparkops.specdec.plugins.action import specdec_plan
+
+ROOT = pathlib.Path(__file__).resolve().parents[4]
+FLEET = ROOT / "inventories" / "example" / "fleet.yml"
+TWO_NODES = ROOT / "tests" / "unit" / "fixtures" / "inventories" / "two_nodes.yml"
+
+
+@pytest.fixture(autouse=True)
+def no_env_token(monkeypatch):
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+
+
+def plan(source, limit=None, topology="two_sparks", pattern="spark_nodes", extra=None, me=None):
+    """Run the action as the preflight play does (run_once on the play's first host)."""
+    loader = DataLoader()
+    inventory = InventoryManager(loader=loader, sources=[str(source)])
+    manager = VariableManager(loader=loader, inventory=inventory)
+    if extra:
+        manager._extra_vars = dict(extra)
+    if limit:
+        inventory.subset(limit)
+    play_hosts = [h.name for h in inventory.get_hosts(pattern)]
+    assert play_hosts, (pattern, limit)
+    hostvars = HostVars(inventory=inventory, variable_manager=manager, loader=loader)
+    task_vars = {"inventory_hostname": me or play_hosts[0], "groups": inventory.get_groups_dict(),
+                 "ansible_play_hosts_all": play_hosts, "hostvars": hostvars}
+    task = types.SimpleNamespace(args={"topology": topology}, check_mode=False, diff=False, async_val=0,
+                                 action="sparkops.specdec.specdec_plan")
+    connection = types.SimpleNamespace(_shell=types.SimpleNamespace(tmpdir=None))
+    action = specdec_plan.ActionModule(task, connection, None, loader, Templar(loader=loader, variables=task_vars),
+                                       None)
+    return action.run(task_vars=task_vars)
+
+
+def problems(result):
+    assert result.get("failed"), result
+    head, *lines = result["msg"].split("\n")
+    assert head.endswith("nothing was changed:"), head
+    return [line[2:] for line in lines]
+
+
+@pytest.mark.parametrize("limit,dep_id,members", [("pair_a", "pair-a", ["spark-1", "spark-2"]),
+                                                  ("pair_b", "pair-b", ["spark-3", "spark-4"]),
+                                                  ("spark-4,spark-3", "pair-b", ["spark-3", "spark-4"])])
+def test_example_fleet_limited_to_one_pair_plans_that_pair(limit, dep_id, members):
+    result = plan(FLEET, limit)
+    assert not result.get("failed"), result.get("msg")
+    assert result["errors"] == []
+    dep = result["deployment"]
+    assert (dep["id"], dep["members"], dep["head"], dep["topology"]) == (dep_id, members, members[0], "two_sparks")
+    assert result["plan"]["tp_size"] == 2 and result["plan"]["head"] == members[0]
+    assert result["plan"]["preset"] == "qwen3-235b-eagle3-tp2"
+
+
+def test_example_fleet_single_spark_serves_its_own_preset_and_id():
+    result = plan(FLEET, topology="single_spark", pattern="spark-5")
+    assert not result.get("failed"), result.get("msg")
+    dep = result["deployment"]
+    assert (dep["id"], dep["members"], dep["head"]) == ("spark-5", ["spark-5"], "spark-5")
+    assert dep["topology"] == "single_spark"
+    assert result["plan"]["preset"] == "llama-3.3-70b-draft-target" and result["plan"]["method"] == "draft_target"
+    # --limit spark-5 with the single's own pattern is the same run.
+    again = plan(FLEET, limit="spark-5", topology="single_spark", pattern="spark-5")
+    assert again["deployment"]["id"] == "spark-5" and not again.get("failed")
+
+
+def test_example_fleet_unlimited_is_refused_with_one_line():
+    result = plan(FLEET)
+    assert problems(result) == [
+        "inventory: the play holds 3 deployments (pair-a, pair-b, spark-5); two_sparks.yml deploys one pair per run "
+        "for now: --limit to one (e.g. --limit <group>)."]
+    assert "plan" not in result
+
+
+def test_example_fleet_limited_to_half_a_pair_is_refused():
+    result = plan(FLEET, "spark-1")
+    assert problems(result) == [
+        "--limit: spark-1 is in the play but spark-2 of deployment pair-a is not; a pair deploys together: --limit "
+        "both (e.g. --limit pair_a group) or neither."]
+
+
+def test_example_fleet_single_in_two_sparks_points_to_single_spark():
+    result = plan(FLEET, "spark_singles")
+    assert problems(result) == [
+        "inventory: two_sparks.yml needs a pair, but deployment spark-5 has one Spark (spark-5); serve it with "
+        "playbooks/single_spark.yml (-e single_spark_host=spark-5), or give its pair the same specdec_deployment_id."]
+
+
+def write(tmp_path, text):
+    path = tmp_path / "hosts.yml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_a_host_put_in_two_pairs_is_refused(tmp_path):
+    source = write(tmp_path, """
+all:
+  children:
+    spark_nodes:
+      children:
+        pair_a:
+          vars: {specdec_deployment_id: pair-a, specdec_head_host: a1}
+          hosts: {a1: {ansible_host: 10.0.0.1}, x: {ansible_host: 10.0.0.3}}
+        pair_b:
+          vars: {specdec_deployment_id: pair-b, specdec_head_host: b1}
+          hosts: {b1: {ansible_host: 10.0.0.2}, x: {}}
+""")
+    line = ("specdec_deployment_id: x is in deployments pair-a (group pair_a), pair-b (group pair_b); a Spark belongs "
+            "to one deployment: remove it from all groups but one.")
+    assert line in problems(plan(source, "pair_a"))
+    assert line in problems(plan(source, "pair_b"))
+
+
+def test_a_pair_named_in_group_vars_files_is_found(tmp_path):
+    """specdec_deployment_id in group_vars/<group>.yml next to the inventory, as most users keep it."""
+    source = write(tmp_path, """
+all:
+  children:
+    spark_nodes:
+      children:
+        pair_a:
+          hosts: {a1: {ansible_host: 10.0.0.1}, a2: {ansible_host: 10.0.0.2}}
+        pair_b:
+          hosts: {b1: {ansible_host: 10.0.0.3}, a2: {}}
+""")
+    (tmp_path / "group_vars").mkdir()
+    (tmp_path / "group_vars" / "pair_a.yml").write_text("specdec_deployment_id: pair-a\nspecdec_head_host: a1\n")
+    (tmp_path / "group_vars" / "pair_b.yml").write_text("specdec_deployment_id: pair-b\nspecdec_head_host: b1\n")
+    lines = problems(plan(source, "pair_b"))
+    assert any(line.startswith("specdec_deployment_id: a2 is in deployments pair-a (group pair_a), pair-b (group "
+                               "pair_b)") for line in lines), lines
+
+
+def test_a_pair_without_a_head_is_refused(tmp_path):
+    source = write(tmp_path, """
+all:
+  children:
+    spark_nodes:
+      children:
+        pair_a:
+          vars: {specdec_deployment_id: pair-a}
+          hosts: {a1: {ansible_host: 10.0.0.1}, a2: {ansible_host: 10.0.0.2}}
+""")
+    result = plan(source)
+    assert problems(result) == ["specdec_head_host: deployment pair-a (a1, a2): name its head with specdec_head_host "
+                                "(e.g. in the group vars of the pair)."]
+    assert result["deployment"]["id"] == "pair-a"
+
+
+def test_todays_layout_is_unchanged():
+    result = plan(TWO_NODES)
+    assert not result.get("failed"), result.get("msg")
+    dep = result["deployment"]
+    assert (dep["id"], dep["members"], dep["head"]) == ("spark-1", ["spark-1", "spark-2"], "spark-1")
+    single = plan(TWO_NODES, topology="single_spark", pattern="spark_head")
+    assert not single.get("failed") and single["deployment"]["members"] == ["spark-1"]
+    assert single["deployment"]["id"] == "spark-1"
+
+
+def test_todays_layout_keeps_its_message_and_checks_the_limit(tmp_path):
+    source = write(tmp_path, """
+all:
+  children:
+    spark_nodes:
+      children:
+        spark_head: {hosts: {spark-1: {ansible_host: 10.0.0.1}}}
+        spark_workers: {hosts: {spark-2: {ansible_host: 10.0.0.2}, spark-3: {ansible_host: 10.0.0.3}}}
+""")
+    assert problems(plan(source))[0] == (
+        "inventory: two_sparks.yml needs one host in group spark_head and one in spark_workers (got "
+        "spark_head=['spark-1'], spark_workers=['spark-2', 'spark-3']); see inventories/example/hosts.yml.")
+    assert problems(plan(TWO_NODES, "spark-2")) == [
+        "--limit: spark-2 is in the play but spark-1 of deployment spark-1 is not; a pair deploys together: --limit "
+        "both (e.g. --limit spark_nodes group) or neither."]
+
+
+def test_a_broken_deployment_outside_the_play_does_not_stop_this_one(tmp_path):
+    source = write(tmp_path, """
+all:
+  children:
+    spark_nodes:
+      children:
+        pair_a:
+          vars: {specdec_deployment_id: pair-a, specdec_head_host: a1}
+          hosts: {a1: {ansible_host: 10.0.0.1}, a2: {ansible_host: 10.0.0.2}}
+        pair_b:
+          vars: {specdec_deployment_id: pair-b}
+          hosts: {b1: {ansible_host: 10.0.0.3}, b2: {ansible_host: 10.0.0.4}, b3: {ansible_host: 10.0.0.5}}
+""")
+    result = plan(source, "pair_a")
+    assert not result.get("failed"), result.get("msg")
+    assert result["deployment"]["members"] == ["a1", "a2"]
+    lines = problems(plan(source, "pair_b"))
+    assert any(line.startswith("specdec_deployment_id: deployment pair-b has 3 nodes (b1, b2, b3)") for line in lines)
