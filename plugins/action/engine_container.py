@@ -31,6 +31,7 @@ ARGUMENT_SPEC = {
     "allow_recreate": {"type": "bool", "default": False},
     "image": {"type": "dict", "default": {}},
     "trtllm_version": {"type": "str", "default": ""},
+    "reference": {"type": "str", "default": ""},
     "engine": {"type": "str", "default": "trtllm", "choices": ["trtllm", "llamacpp"]},
     "sshd_port": {"type": "int", "default": 0},
     "start_timeout": {"type": "int", "default": 300},
@@ -117,7 +118,7 @@ class ActionModule(ActionBase):
                                     task_vars, check_mode=False)
                 if not read.get("failed") and read.get("rc", 1) == 0:
                     version = read.get("stdout") or ""
-            info = _container.image_info(spec["image"], image, version)
+            info = _container.image_info(spec["image"], image, version, args["reference"], result["container"])
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         result["image_info"] = info

@@ -10,6 +10,10 @@
   multi-node container runs, whether to build it (and its Dockerfile) or to probe an image for sshd first;
   ``image | sparkops.specdec.trtllm_sshd_image_name(named)``: the derived (or named) image to look for;
   ``msg | sparkops.specdec.trtllm_sshd_build_failure(image, base, host)``: the one-line error of a failed build.
+- ``image | sparkops.specdec.trtllm_image_reference_problems(source)``: the problems of the image reference before
+  anything changes (a malformed digest, a digest with an archive); ``hostvars |
+  sparkops.specdec.trtllm_image_problems(me, hosts, image)``: after the pull or load, a pinned image that does not
+  carry its digest, and different images under one name on the nodes of the deployment (TP=2 ranks run one build).
 - ``hostvars | sparkops.specdec.ssh_mesh_node(me, hosts, group, addresses, host_key_dir, key_name)``: this node's
   mesh identity from its read (``__ssh_mesh_read``), after checking that every node of the group has the same
   cluster user.
@@ -78,6 +82,39 @@ def trtllm_sshd_image_name(image, named=""):
     return str(named) if named else _container.sshd_image_name(image)
 
 
+# The trtllm_container role's registered pull or load of trtllm_container_image (community.docker.docker_image).
+PULLED = "__trtllm_container_image"
+
+
+def trtllm_image_reference_problems(image, source="pull"):
+    """[] or one line: a malformed digest, or a reference pinned by digest with trtllm_container_image_source archive."""
+    try:
+        problem = _container.pinned_source_problem(image, str(source))
+    except _container.ContainerError as exc:
+        return [str(exc)]
+    return [problem] if problem else []
+
+
+def trtllm_image_problems(hostvars, me, hosts, image):
+    """[] or the one-line refusals after the pull or load: this node's image does not carry the pinned digest, or the
+    nodes (hosts, the deployment's members; this node alone for a single Spark) hold different images under image."""
+    problems = []
+    pulled = _hostvar(hostvars, me, PULLED) or {}
+    try:
+        _container.image_identity(image, pulled.get("image"))
+    except _container.ContainerError as exc:
+        problems.append(str(exc))
+    images = {}
+    for host in hosts or []:
+        result = _hostvar(hostvars, host, PULLED)
+        if isinstance(result, dict):
+            images[host] = result
+    line = _container.same_image_problem(images, image)
+    if line:
+        problems.append(line)
+    return problems
+
+
 def _read(hostvars, host):
     """The ssh_mesh read of a host: the name=value lines of both parts of its loop, as a dict (None if it did not run)."""
     read = _hostvar(hostvars, host, READ)
@@ -115,6 +152,8 @@ class FilterModule(object):
             "trtllm_sshd_image": trtllm_sshd_image,
             "trtllm_sshd_image_name": trtllm_sshd_image_name,
             "trtllm_sshd_build_failure": trtllm_sshd_build_failure,
+            "trtllm_image_reference_problems": trtllm_image_reference_problems,
+            "trtllm_image_problems": trtllm_image_problems,
             "ssh_mesh_node": ssh_mesh_node,
             "ssh_mesh_files": ssh_mesh_files,
         }

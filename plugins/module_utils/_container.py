@@ -470,15 +470,141 @@ def needs_package_version(inspect, override):
     return bool(inspect) and not override and not image_names_version(inspect)
 
 
-def image_info(name, inspect, package_version=""):
-    """trtllm_container_image_info: name, id, the TRT_LLM_* environment, labels, package_version."""
+def image_info(name, inspect, package_version="", reference="", container=None):
+    """trtllm_container_image_info: name, id, the TRT_LLM_* environment, labels, package_version; with the image
+    reference (trtllm_container_image): digest (the pinned one, else ""), repo_digests (the image's RepoDigests), and
+    container_image_id, the id of the image the container runs (Image of its inspect; "" without a container). A
+    multi-node container runs the derived image with sshd, so container_image_id differs from id there."""
+    inspect = inspect or {}
     return {
         "name": name,
-        "id": (inspect or {}).get("Id") or "",
+        "id": inspect.get("Id") or "",
         "env": [e for e in _env_list(inspect) if e.startswith("TRT_LLM_")],
         "labels": _labels(inspect),
         "package_version": (package_version or "").strip(),
+        "digest": image_reference(reference)["digest"] if reference else "",
+        "repo_digests": [str(d) for d in inspect.get("RepoDigests") or []],
+        "container_image_id": str((container or {}).get("Image") or ""),
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# Image references pinned by digest, and the same image on every node of a deployment
+# ---------------------------------------------------------------------------------------------
+
+DIGEST_ALGORITHM = "sha256"
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+_DIGEST_EXAMPLE = "nvcr.io/nvidia/tensorrt-llm/release@sha256:<64 hex digits>"
+
+
+def digest_problem(digest):
+    """Why ``digest`` (the part after ``@`` of an image reference) is not a Docker image digest, else "".
+
+    Docker (distribution) content digests of images are ``sha256:`` and 64 lowercase hex digits."""
+    digest = str(digest)
+    algo, colon, hexdigest = digest.partition(":")
+    if not colon:
+        return "%s has no algorithm; a digest is sha256:<64 hex digits>" % (digest or "the empty digest")
+    if algo != DIGEST_ALGORITHM:
+        return "%s uses the algorithm %s; image digests are sha256:<64 hex digits>" % (digest, algo or "(none)")
+    if _HEX64.fullmatch(hexdigest):
+        return ""
+    if re.fullmatch(r"[0-9a-fA-F]{64}", hexdigest):
+        return "%s has upper-case hex digits; Docker writes them in lower case" % digest
+    bad = sorted(set(c for c in hexdigest if c not in "0123456789abcdefABCDEF"))
+    if bad:
+        return "%s has characters that are not hex digits (%s)" % (digest, "".join(bad)[:10])
+    return "%s has %d hex digits; a sha256 digest has 64" % (digest, len(hexdigest))
+
+
+def image_reference(image, setting="trtllm_container_image"):
+    """The parts of an image reference ``[registry/]repository[:tag][@sha256:<64 hex>]``.
+
+    Returns {'image', 'repository', 'tag', 'digest', 'pinned'}: repository without tag or digest, tag "" when none,
+    digest "" when the reference is not pinned. Raises ContainerError (one line naming ``setting``, the problem and
+    the fix) for a reference with a malformed digest.
+    """
+    image = str(image or "").strip()
+    repo, at, digest = image.partition("@")
+    if at:
+        problem = digest_problem(digest) if repo else "there is no repository before @"
+        if problem:
+            raise ContainerError(
+                "%s: %s is not a valid reference pinned by digest: %s; copy the whole digest from the registry or from "
+                "RepoDigests of docker image inspect on a machine that pulled it, e.g. %s. Nothing was changed."
+                % (setting, image, problem, _DIGEST_EXAMPLE))
+    slash, colon = repo.rfind("/"), repo.rfind(":")
+    name, tag = (repo[:colon], repo[colon + 1:]) if colon > slash else (repo, "")
+    return {"image": image, "repository": name, "tag": tag, "digest": digest if at else "", "pinned": bool(at)}
+
+
+def pinned_source_problem(image, source, setting="trtllm_container_image"):
+    """The one-line refusal of a reference pinned by digest loaded from an archive, else "".
+
+    ``docker load`` of a ``docker save`` tarball gives the image no RepoDigests (Docker's classic image store): the
+    loaded image could never be found under ``repo@sha256:...``, and Docker would try to pull it. Raises
+    ContainerError for a malformed digest (image_reference)."""
+    ref = image_reference(image, setting)
+    if not ref["pinned"] or source != "archive":
+        return ""
+    return ("%s: %s is pinned by digest, but trtllm_container_image_source is archive and docker load records no "
+            "registry digest (a loaded image has no RepoDigests), so the loaded image can never match it; name the "
+            "archive's image by its tag (e.g. %s:TAG), or set trtllm_container_image_source: pull to pull it by "
+            "digest. Nothing was changed." % (setting, ref["image"], ref["repository"]))
+
+
+def image_identity(image, inspect, setting="trtllm_container_image"):
+    """The id of the image ``image`` names on a node, checked against its digest: {'id', 'digest', 'repo_digests',
+    'present'}.
+
+    inspect: ``docker image inspect`` of the image on the node (the ``image`` result of community.docker.docker_image,
+    which finds a pinned image by its RepoDigests and does not pull it again), {} or None when absent (check mode).
+    A pinned reference must be among the image's RepoDigests (``repository@sha256:...``); raises ContainerError
+    otherwise (an image found by another name or id is not the pinned one)."""
+    ref = image_reference(image, setting)
+    inspect = inspect or {}
+    digests = [str(d) for d in inspect.get("RepoDigests") or []]
+    out = {"id": str(inspect.get("Id") or ""), "digest": ref["digest"], "repo_digests": digests,
+           "present": bool(inspect.get("Id"))}
+    if not out["present"] or not ref["pinned"]:
+        return out
+    wanted = "%s@%s" % (ref["repository"], ref["digest"])
+    if wanted not in digests and not any(d.endswith("@" + ref["digest"]) for d in digests):
+        raise ContainerError(
+            "%s: the image found for %s on this node (id %s) does not carry that digest (its RepoDigests: %s); remove "
+            "it (docker image rm %s) and re-run to pull the pinned image. Nothing was changed."
+            % (setting, ref["image"], out["id"][:19], ", ".join(digests) or "none: built or loaded locally", out["id"][:19]))
+    return out
+
+
+def _image_id(value):
+    """The image id of a docker_image result ({'image': inspect}), an inspect result ({'Id'}) or an id string."""
+    if isinstance(value, str):
+        return value
+    value = value or {}
+    if isinstance(value.get("image"), dict):
+        value = value["image"]
+    return str(value.get("Id") or "")
+
+
+def same_image_problem(images, image, setting="trtllm_container_image"):
+    """The one-line refusal when the nodes of one deployment hold different images under ``image``, else "".
+
+    images: node -> its image (an id, a docker image inspect, or the docker_image result with ``image``), in the
+    deployment's order; nodes without an image (check mode, not pulled yet) are left out. TP=2 ranks must run one
+    engine build: the line names every node with its full id, and the fix."""
+    ids = [(str(host), _image_id(value)) for host, value in (images or {}).items()]
+    ids = [(host, iid) for host, iid in ids if iid]
+    if len(set(iid for _host, iid in ids)) < 2:
+        return ""
+    pinned = image_reference(image, setting)["pinned"]
+    fix = "on the node whose image is not the one you want, docker tag the right image as %s (or docker image rm it " \
+          "and re-run: the role pulls or loads it again)" % image
+    if not pinned:
+        fix += ", and pin it by digest (%s: repo@sha256:...) so that every node pulls the same image" % setting
+    return ("%s: the nodes of this deployment hold different images under %s (%s); TP=2 ranks must run one engine "
+            "build: %s. Nothing was changed (no container recreated, no server stopped)."
+            % (setting, image, ", ".join("%s: %s" % hi for hi in ids), fix))
 
 
 # ---------------------------------------------------------------------------------------------

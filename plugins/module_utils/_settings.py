@@ -37,6 +37,8 @@ import math
 import os
 import re
 
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container
+
 COLLECTION = 'sparkops.specdec'
 
 # The one-name-per-fact change: each fact shared by several roles has ONE name now, owned by the
@@ -586,6 +588,13 @@ _IMAGE_RE = re.compile(r'(?:%s/)?%s(?:/%s)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}
 
 
 def _image_ref(value, shown):
+    # A digest (after @) is checked first: sha256 and 64 lower-case hex digits (module_utils/_container.py).
+    if '@' in value and value.partition('@')[0]:
+        problem = _container.digest_problem(value.partition('@')[2])
+        if problem:
+            return ['%s is not a valid reference pinned by digest: %s; copy the whole digest from the registry or from '
+                    'RepoDigests of docker image inspect, e.g. nvcr.io/nvidia/tensorrt-llm/release@sha256:<64 hex '
+                    'digits>.' % (shown, problem)]
     if not _IMAGE_RE.fullmatch(value):
         return ['%s is not an image reference Docker accepts; use REGISTRY/REPOSITORY:TAG with the repository in '
                 'lower case, e.g. nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12.' % shown]
@@ -1116,6 +1125,12 @@ def _cross(effective, context):
     if effective.get('trtllm_container_image_source') == 'archive' and effective.get('trtllm_container_image_archive') == '':
         problems.append('trtllm_container_image_archive: is empty but trtllm_container_image_source is archive; '
                         'set the absolute path of the docker-save tarball on the node, or set the source to pull.')
+    # A digest cannot be matched after docker load (no RepoDigests): module_utils/_container.py says why.
+    image, source = effective.get('trtllm_container_image'), effective.get('trtllm_container_image_source')
+    if isinstance(image, str) and isinstance(source, str) and not _templated(image) and _IMAGE_RE.fullmatch(image):
+        problem = _container.pinned_source_problem(image, source)
+        if problem:
+            problems.append(problem)
     problems.extend(_cross_management(effective, context or {}))
     problems.extend(_cross_node_lists(effective, context or {}))
     return problems

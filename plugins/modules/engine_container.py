@@ -47,6 +47,12 @@ options:
     description: The TensorRT-LLM version set by the inventory; when set, the package version is not read.
     type: str
     default: ""
+  reference:
+    description:
+      - The image reference the role was given (C(trtllm_container_image)), for example pinned by digest
+        (C(repo@sha256:<64 hex>)); its digest is published as C(image_info.digest). Empty publishes no digest.
+    type: str
+    default: ""
   engine:
     description:
       - The serving engine the container runs (C(specdec_server_engine)). With V(llamacpp) the C(tensorrt_llm) package
@@ -134,4 +140,14 @@ image_info:
     env: {description: The image's C(TRT_LLM_*) environment (C(NAME=value))., type: list, elements: str}
     labels: {description: The image's labels., type: dict}
     package_version: {description: 'The C(tensorrt_llm) package version read in the container, else empty.', type: str}
+    digest: {description: 'The digest O(reference) is pinned by (C(sha256:<64 hex>)), else empty.', type: str}
+    repo_digests:
+      description: The image's C(RepoDigests) (C(repo@sha256:...)); empty for an image built or loaded on the node.
+      type: list
+      elements: str
+    container_image_id:
+      description:
+        - The id (C(sha256:...)) of the image the container runs, else empty (no container, check mode on a new node).
+        - A multi-node container runs the derived image with sshd, whose id differs from C(id).
+      type: str
 """

@@ -66,7 +66,7 @@ def test_warm_run_plans_waits_and_publishes():
     assert result["changed"] is False and "ssh" not in result and "diff" not in result
     assert result["ansible_facts"]["trtllm_container_image_info"] == {
         "name": "img:1.3.0rc12", "id": "sha256:abc", "env": ["TRT_LLM_VERSION=1.3.0rc12"], "labels": {},
-        "package_version": ""}
+        "package_version": "", "digest": "", "repo_digests": [], "container_image_id": ""}
     assert (task.check_mode, task.diff) == (False, False)  # restored
 
 

@@ -313,12 +313,14 @@ UNNAMED = {"Id": "sha256:def", "Config": {"Env": ["PATH=/usr/bin"], "Labels": No
 def test_image_info_keeps_trtllm_env_and_labels():
     assert c.image_info("img:tag", RELEASE, " 1.3.0rc12\n") == {
         "name": "img:tag", "id": "sha256:abc", "env": ["TRT_LLM_VERSION=1.3.0rc12", "TRT_LLM_GIT=x"],
-        "labels": {"maintainer": "NVIDIA"}, "package_version": "1.3.0rc12"}
+        "labels": {"maintainer": "NVIDIA"}, "package_version": "1.3.0rc12", "digest": "", "repo_digests": [],
+        "container_image_id": ""}
 
 
 @pytest.mark.parametrize("inspect", [None, {}, {"Config": None}])
 def test_image_info_of_no_image(inspect):
-    assert c.image_info("img:tag", inspect) == {"name": "img:tag", "id": "", "env": [], "labels": {}, "package_version": ""}
+    assert c.image_info("img:tag", inspect) == {"name": "img:tag", "id": "", "env": [], "labels": {}, "package_version": "",
+                                                "digest": "", "repo_digests": [], "container_image_id": ""}
 
 
 @pytest.mark.parametrize("inspect, override, needed", [

@@ -1,0 +1,183 @@
+# -*- coding: utf-8 -*-
+# Unit tests for "Same image everywhere" (issue 12, item 6): image references pinned by digest (validation, the archive
+# refusal, recognition by RepoDigests), the image facts engine_container publishes, and the refusal of a deployment
+# whose nodes hold different images under one name (module_utils/_container.py, filters of plugins/filter/node_setup.py,
+# the preflight's setting check in module_utils/_settings.py).
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from ansible_collections.sparkops.specdec.plugins.action import engine_container
+from ansible_collections.sparkops.specdec.plugins.filter import node_setup
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container as c
+from ansible_collections.sparkops.specdec.plugins.module_utils import _settings
+
+REPO = "nvcr.io/nvidia/tensorrt-llm/release"
+HEX = "0123456789abcdef" * 4
+PINNED = "%s@sha256:%s" % (REPO, HEX)
+ID_A = "sha256:" + "a" * 64
+ID_B = "sha256:" + "b" * 64
+PULLED = {"Id": ID_A, "RepoTags": [], "RepoDigests": ["%s@sha256:%s" % (REPO, HEX)],
+          "Config": {"Env": ["TRT_LLM_VERSION=1.3.0rc12"], "Labels": {}}}
+# docker build / docker load: no RepoDigests (Docker's classic image store), as the lab's stand-in images.
+LOCAL = {"Id": ID_B, "RepoTags": [REPO + ":1.3.0rc12"], "RepoDigests": [], "Config": {"Env": [], "Labels": {}}}
+
+
+# --- validation ----------------------------------------------------------------------------------
+
+def test_a_pinned_reference_is_split_into_its_parts():
+    assert c.image_reference(PINNED) == {"image": PINNED, "repository": REPO, "tag": "", "digest": "sha256:" + HEX,
+                                         "pinned": True}
+    tagged = "%s:1.3.0rc12@sha256:%s" % (REPO, HEX)
+    assert c.image_reference(tagged)["tag"] == "1.3.0rc12" and c.image_reference(tagged)["repository"] == REPO
+    assert c.image_reference("localhost:5000/trtllm:1.3") == {"image": "localhost:5000/trtllm:1.3",
+                                                              "repository": "localhost:5000/trtllm", "tag": "1.3",
+                                                              "digest": "", "pinned": False}
+    assert c.image_reference("localhost:5000/trtllm")["tag"] == ""
+
+
+@pytest.mark.parametrize("reference, problem", [
+    (REPO + "@sha256:abc", "sha256:abc has 3 hex digits; a sha256 digest has 64"),
+    (REPO + "@sha256:" + HEX + "0", "has 65 hex digits"),
+    (REPO + "@sha256:" + HEX.upper(), "has upper-case hex digits"),
+    (REPO + "@sha256:" + "g" * 64, "characters that are not hex digits (g)"),
+    (REPO + "@sha512:" + HEX, "uses the algorithm sha512"),
+    (REPO + "@" + HEX, "has no algorithm"),
+    ("@sha256:" + HEX, "there is no repository before @"),
+])
+def test_a_malformed_digest_is_one_line_naming_the_setting_the_problem_and_the_fix(reference, problem):
+    with pytest.raises(c.ContainerError) as err:
+        c.image_reference(reference)
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith("trtllm_container_image: %s is not a valid reference pinned by digest" % reference)
+    assert problem in msg and "RepoDigests of docker image inspect" in msg and msg.endswith("Nothing was changed.")
+    # the role's first check (before any change) says the same, as a list of lines
+    assert node_setup.trtllm_image_reference_problems(reference, "pull") == [msg]
+
+
+@pytest.mark.parametrize("reference, problem", [
+    (REPO + "@sha256:abc", "sha256:abc has 3 hex digits"),
+    (REPO + "@sha256:" + HEX.upper(), "upper-case hex digits"),
+])
+def test_the_preflight_refuses_a_malformed_digest(reference, problem):
+    lines = _settings._image_ref(reference, repr(reference))
+    assert len(lines) == 1 and problem in lines[0] and "pinned by digest" in lines[0]
+    assert _settings._image_ref(PINNED, repr(PINNED)) == []
+
+
+def test_a_digest_with_an_archive_is_refused_before_any_change_and_a_tag_or_a_pull_is_not():
+    line = c.pinned_source_problem(PINNED, "archive")
+    assert line.startswith("trtllm_container_image: %s is pinned by digest" % PINNED) and "\n" not in line
+    assert "no RepoDigests" in line and "trtllm_container_image_source: pull" in line and REPO + ":TAG" in line
+    assert node_setup.trtllm_image_reference_problems(PINNED, "archive") == [line]
+    assert c.pinned_source_problem(PINNED, "pull") == "" and c.pinned_source_problem(REPO + ":1.3.0rc12", "archive") == ""
+    assert node_setup.trtllm_image_reference_problems(REPO + ":1.3.0rc12", "archive") == []
+    # the preflight (settings of the whole deployment, no host contacted) refuses it too
+    assert line in _settings._cross({"trtllm_container_image": PINNED, "trtllm_container_image_source": "archive",
+                                     "trtllm_container_image_archive": "/srv/x.tar"}, {})
+    assert not [p for p in _settings._cross({"trtllm_container_image": PINNED, "trtllm_container_image_source": "pull"}, {})
+                if "pinned by digest" in p]
+
+
+# --- recognition by RepoDigests --------------------------------------------------------------------
+
+def test_a_pinned_image_on_the_node_is_recognised_by_its_repo_digests():
+    assert c.image_identity(PINNED, PULLED) == {"id": ID_A, "digest": "sha256:" + HEX,
+                                                "repo_digests": PULLED["RepoDigests"], "present": True}
+    # pulled through another registry name of the same repository (a mirror): the digest still names the content
+    mirrored = dict(PULLED, RepoDigests=["mirror.local/nvidia/release@sha256:" + HEX])
+    assert c.image_identity(PINNED, mirrored)["id"] == ID_A
+
+
+def test_an_image_without_the_pinned_digest_is_refused():
+    with pytest.raises(c.ContainerError) as err:
+        c.image_identity(PINNED, LOCAL)
+    msg = str(err.value)
+    assert "does not carry that digest" in msg and "none: built or loaded locally" in msg and ID_B[:19] in msg
+    other = dict(PULLED, RepoDigests=[REPO + "@sha256:" + "f" * 64])
+    with pytest.raises(c.ContainerError, match="its RepoDigests: %s@sha256:f" % REPO):
+        c.image_identity(PINNED, other)
+
+
+@pytest.mark.parametrize("inspect", [None, {}])
+def test_no_image_yet_or_no_pin_is_no_refusal(inspect):
+    assert c.image_identity(PINNED, inspect) == {"id": "", "digest": "sha256:" + HEX, "repo_digests": [],
+                                                 "present": False}
+    assert c.image_identity(REPO + ":1.3.0rc12", LOCAL)["id"] == ID_B
+
+
+# --- the same image on every node -----------------------------------------------------------------
+
+def test_different_image_ids_are_one_line_naming_both_nodes_both_ids_and_the_fix():
+    line = c.same_image_problem({"spark-1": {"image": PULLED}, "spark-2": {"image": LOCAL}}, REPO + ":1.3.0rc12")
+    assert "\n" not in line and line.startswith("trtllm_container_image: the nodes of this deployment hold different images")
+    assert "spark-1: %s, spark-2: %s" % (ID_A, ID_B) in line
+    assert "docker tag the right image as %s:1.3.0rc12" % REPO in line and "pin it by digest" in line
+    assert line.endswith("Nothing was changed (no container recreated, no server stopped).")
+    # a pinned reference is not told to pin itself
+    assert "pin it by digest" not in c.same_image_problem({"a": ID_A, "b": ID_B}, PINNED)
+
+
+@pytest.mark.parametrize("images", [
+    {"spark-1": {"image": PULLED}, "spark-2": {"image": PULLED}},
+    {"spark-1": ID_A, "spark-2": {"Id": ID_A}},
+    {"spark-1": {"image": PULLED}, "spark-2": {"changed": True, "image": {}}},  # check mode: not there yet
+    {"spark-1": {"image": PULLED}},
+    {},
+])
+def test_one_image_or_unknown_ids_pass(images):
+    assert c.same_image_problem(images, REPO + ":1.3.0rc12") == ""
+
+
+class _HostVars(dict):
+    """hostvars as the filter sees them: a missing variable of a host raises."""
+
+
+def test_the_role_filter_compares_every_member_and_checks_this_nodes_digest():
+    hostvars = _HostVars({"spark-1": {node_setup.PULLED: {"image": PULLED}},
+                          "spark-2": {node_setup.PULLED: {"image": dict(PULLED, Id=ID_B)}},
+                          "spark-3": {}})
+    problems = node_setup.trtllm_image_problems(hostvars, "spark-1", ["spark-1", "spark-2", "spark-3"], PINNED)
+    assert len(problems) == 1 and "spark-1: %s, spark-2: %s" % (ID_A, ID_B) in problems[0]
+    # a single Spark compares itself only; the same image on both passes
+    assert node_setup.trtllm_image_problems(hostvars, "spark-1", ["spark-1"], PINNED) == []
+    hostvars["spark-2"][node_setup.PULLED] = {"image": PULLED}
+    assert node_setup.trtllm_image_problems(hostvars, "spark-2", ["spark-1", "spark-2"], PINNED) == []
+    # this node's image lacks the pinned digest (found by another name): refused on this node
+    hostvars["spark-2"][node_setup.PULLED] = {"image": dict(LOCAL, Id=ID_A)}
+    problems = node_setup.trtllm_image_problems(hostvars, "spark-2", ["spark-1", "spark-2"], PINNED)
+    assert len(problems) == 1 and "does not carry that digest" in problems[0]
+
+
+# --- what the role publishes ------------------------------------------------------------------------
+
+def test_image_info_publishes_the_digest_the_repo_digests_and_the_id_the_container_runs():
+    info = c.image_info(REPO + ":sha256-0123456789ab-sparkops-sshd", PULLED, "", PINNED, {"Image": "sha256:" + "d" * 64})
+    assert info["id"] == ID_A and info["digest"] == "sha256:" + HEX
+    assert info["repo_digests"] == PULLED["RepoDigests"] and info["container_image_id"] == "sha256:" + "d" * 64
+
+
+def test_engine_container_publishes_the_digest_and_the_running_image_id(monkeypatch):
+    monkeypatch.setattr(engine_container, "_apply_action_arg_defaults", None)
+    calls = []
+
+    def execute_module(module_name=None, module_args=None, task_vars=None, **_):
+        calls.append(module_name)
+        if module_name == engine_container.DOCKER_CONTAINER:
+            return {"changed": False, "container": {"Id": "c1", "Image": ID_A, "State": {"Running": True}}}
+        raise AssertionError(module_name)
+
+    spec = {"name": "trtllm-multinode", "image": PINNED, "state": "started", "command": ["bash", "/x/entrypoint.sh"]}
+    task = types.SimpleNamespace(args={"spec": spec, "image": PULLED, "reference": PINNED}, check_mode=False, diff=False,
+                                 async_val=0, action="sparkops.specdec.engine_container")
+    action = engine_container.ActionModule(task, types.SimpleNamespace(_shell=types.SimpleNamespace(tmpdir=None)),
+                                           None, None, None, None)
+    action._execute_module = execute_module
+    action._remove_tmp_path = lambda *a, **k: None
+    result = action.run(task_vars={})
+    info = result["ansible_facts"]["trtllm_container_image_info"]
+    assert calls == [engine_container.DOCKER_CONTAINER] and result["changed"] is False
+    assert (info["id"], info["digest"], info["container_image_id"]) == (ID_A, "sha256:" + HEX, ID_A)
