@@ -165,6 +165,7 @@ LLAMACPP_OWNED_FLAGS = {
     "-a": "specdec_server_target_model", "-c": "specdec_server_ctx_size", "--ctx-size": "specdec_server_ctx_size",
     "-t": "specdec_server_threads", "--threads": "specdec_server_threads",
     "--host": "specdec_server_host", "--port": "specdec_server_port",
+    "--api-key": "specdec_server_api_key", "--api-key-file": "specdec_server_api_key",
 }
 GGUF_FILE = re.compile(r"^(?!/)(?!.*(^|/)\.\.?(/|$))[A-Za-z0-9._/+-]+\.gguf$", re.I)
 
@@ -712,6 +713,92 @@ def apply_tuned(settings, r, tuned):
     return out
 
 
+# ---------------------------------------------------------------------------- access (issue 12, item 7)
+# The API key file llama-server reads (--api-key-file), in the state dir (mounted at the same path in the container).
+API_KEY_FILE = "api-key"
+# Words specdec_server_host takes besides an address or a name: resolved here, so that argv, endpoint and our own
+# health and smoke calls use the address actually bound.
+HOST_WORDS = ("loopback", "management")
+# Binds that listen on every interface (the endpoint is open to every network the node is on).
+OPEN_BINDS = ("0.0.0.0", "::", "*", "")
+_LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
+_KEY_ROUNDS = 100000
+
+
+def api_key_fingerprint(key, deployment):
+    """A fingerprint of the API key for change detection (launch spec, state file), never the key.
+
+    PBKDF2-HMAC-SHA256 (100000 rounds, salted with the deployment id), so that the state file does not make a short
+    key cheap to guess; a long random key (e.g. ``openssl rand -hex 32``) is what keeps the endpoint closed.
+    """
+    if not key:
+        return None
+    digest = hashlib.pbkdf2_hmac("sha256", str(key).encode("utf-8"),
+                                 ("sparkops.specdec api key " + str(deployment)).encode("utf-8"), _KEY_ROUNDS)
+    return "pbkdf2-sha256:" + digest.hex()
+
+
+def _is_ip_literal(value):
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+def resolve_bind_host(value, head, management_address):
+    """``(address, error)``: the address llama-server / trtllm-serve binds for ``specdec_server_host``.
+
+    ``loopback`` -> 127.0.0.1; ``management`` -> the head's management address (its ``ansible_host``, the address
+    Ansible reaches it at), which must be an IP address; anything else is bound as given.
+    """
+    text = str(value).strip()
+    if text == "loopback":
+        return "127.0.0.1", None
+    if text == "management":
+        addr = str(management_address or "").strip()
+        if _is_ip_literal(addr):
+            return addr, None
+        return None, ("specdec_server_host: management binds the address Ansible reaches %s at, but its ansible_host is "
+                      "%s, not an IP address; set ansible_host of %s to its management IPv4 address, or set "
+                      "specdec_server_host to that address." % (head, repr(addr) if addr else "not set", head))
+    return text, None
+
+
+def local_base(host, port):
+    """http://ADDRESS:PORT at which the head itself reaches a server bound to ``host`` (health, smoke test, load)."""
+    text = str(host).strip()
+    if text in OPEN_BINDS or text in ("localhost", "127.0.0.1"):
+        addr = "127.0.0.1"
+    elif ":" in text:
+        addr = "[%s]" % text.strip("[]")
+    else:
+        addr = text
+    return "http://%s:%s" % (addr, port)
+
+
+def exposure(host, api_key_set):
+    """Who may call the endpoint, from the bind address and the key: ``loopback``, ``address`` (one address),
+    ``open`` (every network, with an API key), ``open_unauthenticated`` (every network, no key)."""
+    text = str(host).strip()
+    if text in _LOCAL_NAMES or text.startswith("127."):
+        return "loopback"
+    if text in OPEN_BINDS:
+        return "open" if api_key_set else "open_unauthenticated"
+    return "address"
+
+
+def _check_access(dep, r, errors):
+    """specdec_server_api_key: only llama-server takes one (trtllm-serve has no API key option)."""
+    key = dep["settings"].get("specdec_server_api_key") or ""
+    if key and r["engine"] == "trtllm":
+        errors.append("specdec_server_api_key: trtllm-serve has no API key option; remove it for engine trtllm and "
+                      "restrict who reaches the endpoint with specdec_server_host (loopback or management) or a "
+                      "firewall, or serve with specdec_server_engine: llamacpp.")
+
+
 def build_plan(dep, trtllm_version=None, version_source=None, commits=None, image_id=None, tuned=None):
     """Plan one deployment. Returns ``{'errors': [...], 'plan': {...} or None}``.
 
@@ -726,12 +813,21 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
         return {"errors": errors, "plan": None}
     sources = apply_tuned(s, r, tuned)
     dep = dict(dep, preset_name=preset_name)
+    host_word = str(r["host"]).strip() if str(r["host"]).strip() in HOST_WORDS else None
+    bound, host_error = resolve_bind_host(r["host"], dep["head"], (dep.get("addresses") or {}).get(dep["head"]))
+    if host_error:
+        errors.append(host_error)
+    else:
+        r["host"] = bound
     _check_fields(dep, r, errors)
     if dep["engine"] in ENGINES:
         _check_engine(dep, r, errors)
+    _check_access(dep, r, errors)
     llama = r["engine"] == "llamacpp"
     spelling = None if llama else spelling_for(trtllm_version)
     state_dir = s.get("specdec_state_dir") or "/var/lib/sparkops/specdec"
+    api_key = (s.get("specdec_server_api_key") or "") if llama else ""
+    api_key_file = "%s/%s" % (state_dir, API_KEY_FILE) if api_key else None
     cache_in_container = s.get("specdec_container_hf_cache_dir") or "/root/.cache/huggingface"
     spec_on = r["method"] in ("eagle3", "draft_target")
     target_rev = str(s.get("specdec_server_target_revision") or "main")
@@ -750,6 +846,9 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
                                             (commits or {}).get(m["repo"]) or "<commit of %s>" % m["revision"],
                                             m["allow_patterns"][0]) for m in models}
         argv = _argv_llamacpp(dep, r, model_files, errors)
+        if api_key_file:
+            # The key itself never enters the argv (ps, the state file): llama-server reads it from a 0600 file.
+            argv[argv.index("--host"):argv.index("--host")] = ["--api-key-file", api_key_file]
         tiktoken = False
         # llama-server reads no config file: the argv (in the launch spec) is its whole configuration.
         text = ""
@@ -783,8 +882,12 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
     else:
         max_draft_len = (options.get("speculative_config") or {}).get("max_draft_len") if spec_on else None
     head_addr = (dep.get("addresses") or {}).get(dep["head"]) or dep["head"]
-    local = str(r["host"]) in ("localhost", "127.0.0.1", "::1")
+    local = str(r["host"]) in _LOCAL_NAMES
     port = int(str(r["port"])) if _is_int(r["port"], 1) else None
+    if not local and str(r["host"]) not in OPEN_BINDS:
+        # One address: clients reach the server there, and nowhere else.
+        head_addr = "[%s]" % r["host"] if ":" in str(r["host"]) else r["host"]
+    key_fp = api_key_fingerprint(api_key, dep["id"])
     plan = {
         "schema_version": SCHEMA_VERSION,
         "deployment": dep["id"],
@@ -804,6 +907,13 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
         "host": str(r["host"]),
         "port": port,
         "endpoint": "http://%s:%s/v1" % ("127.0.0.1" if local else head_addr, port),
+        # Where the head itself reaches the server (the address actually bound): health wait, smoke test, load.
+        "local_url": local_base(r["host"], port),
+        # specdec_server_host as given when it was a word (loopback, management), resolved into host above.
+        "host_word": host_word,
+        "exposure": exposure(r["host"], bool(api_key)),
+        # The key file and the key's fingerprint (never the key); None without a key.
+        "api_key": {"file": api_key_file, "fingerprint": key_fp} if api_key else None,
         "models": models,
         "draft_dir": draft_dir,
         "model_files": model_files,
@@ -838,6 +948,9 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
             "port": port,
             "members": dep["members"],
         }
+        if key_fp:
+            # A changed key changes the fingerprint: a restart, with specdec_server_allow_restart.
+            launch["api_key"] = key_fp
         plan["launch"] = launch
         plan["fingerprint"] = fingerprint(launch)
     return {"errors": sorted(set(errors), key=errors.index), "plan": plan}
@@ -881,7 +994,8 @@ def new_state(plan, previous_state, now):
     prev = copy.deepcopy(previous_state or {})
     before = prev.get("running") or None
     running = {"fingerprint": plan["fingerprint"], "launch": plan["launch"], "config_text": plan["config_text"],
-               "endpoint": plan["endpoint"], "target_model": plan["target_model"], "method": plan["method"],
+               "endpoint": plan["endpoint"], "local_url": plan.get("local_url"),
+               "target_model": plan["target_model"], "method": plan["method"],
                "max_draft_len": plan["max_draft_len"], "started_at": now}
     same = before is not None and before.get("fingerprint") == plan["fingerprint"]
     return {

@@ -35,7 +35,7 @@ from ansible_collections.sparkops.specdec.plugins.module_utils import _nccl, _se
 STATUSES = ("pass", "warn", "fail", "skip")
 
 # Report order of the checks (per node). The two-node checks run only with topology two_sparks.
-CHECK_IDS = ("docker_nosudo", "gpu_runtime", "gpu_run", "ports_free", "clock_sync", "hf_access", "hub_reach",
+CHECK_IDS = ("docker_nosudo", "gpu_runtime", "gpu_run", "ports_free", "endpoint_exposure", "clock_sync", "hf_access", "hub_reach",
              "same_user", "same_port", "link_speed", "fabric_ips", "ssh_nodes", "ssh_containers", "nccl_env", "same_image",
              "disk_space", "memory_budget", "mem_available")
 TWO_NODE_CHECKS = frozenset(("same_port", "link_speed", "fabric_ips", "ssh_nodes", "ssh_containers", "nccl_env"))
@@ -46,6 +46,9 @@ FIXES = {
     "gpu_runtime": "Install the NVIDIA Container Toolkit (DGX OS ships it) and check: docker run --rm --gpus all %(image)s "
                    "nvidia-smi",
     "ports_free": "Stop that process, or set specdec_server_port / specdec_container_ssh_port to free ports.",
+    "endpoint_exposure": "Bind one network: specdec_server_host: loopback (clients on the node) or management (clients on "
+                         "the management network); with engine llamacpp set specdec_server_api_key (in Ansible Vault); "
+                         "or admit only your client networks to the port with a host firewall.",
     "clock_sync": "sudo timedatectl set-ntp true",
     "hf_access": "Set a valid token (specdec_server_hf_token / HF_TOKEN) and request access to each gated repo on the "
                  "Hub.",
@@ -373,6 +376,25 @@ def check_ports_free(node, probe, ctx):
     if foreign:
         return "fail", "taken by another process: " + "; ".join(foreign)
     return "pass", "ports %s and %s are free or ours" % ports
+
+
+def check_endpoint_exposure(node, probe, ctx):
+    """Who may call the endpoint, from the plan (the bind address and the API key): warns when the server listens on
+    every interface without a key. A host firewall is not looked at (the warning says so)."""
+    head, exposure, host, port = ctx["head"], ctx["exposure"], ctx["bind_host"], ctx["server_port"]
+    if not exposure:
+        return "skip", "skipped: the plan names no bind address"
+    if head and node != head:
+        return "skip", "skipped: the server listens on the head (%s)" % head
+    where = "%s:%s" % ("[%s]" % host if ":" in str(host) else host, port)
+    if exposure == "open_unauthenticated":
+        return "warn", ("the endpoint listens on %s (every interface) with no API key: anyone on any network this node is "
+                        "on can call it (a host firewall, if any, is not checked)" % where)
+    if exposure == "open":
+        return "pass", "the endpoint listens on %s (every interface) and requires the API key" % where
+    if exposure == "loopback":
+        return "pass", "the endpoint listens on %s: only the node itself can call it" % where
+    return "pass", "the endpoint listens on %s only%s" % (where, " and requires the API key" if ctx["api_key"] else "")
 
 
 def check_clock_sync(node, probe, ctx):
@@ -845,6 +867,7 @@ CHECKS = {
     "gpu_runtime": check_gpu_runtime,
     "gpu_run": check_gpu_run,
     "ports_free": check_ports_free,
+    "endpoint_exposure": check_endpoint_exposure,
     "clock_sync": check_clock_sync,
     "hf_access": check_hf_access,
     "hub_reach": check_hub_reach,
@@ -884,6 +907,10 @@ def context(hosts, probes, fabric=None, hf_results=None, plan=None, settings=Non
         "models": list(inner.get("models") or []),
         "tp_size": inner.get("tp_size") or 1,
         "server_port": inner.get("port"),
+        "head": inner.get("head") or deployment.get("head"),
+        "bind_host": inner.get("host"),
+        "exposure": inner.get("exposure"),
+        "api_key": bool(inner.get("api_key")),
         "image": deployment.get("image") or inner.get("image") or "",
         "two": (deployment.get("topology") or inner.get("topology") or "two_sparks") == "two_sparks",
         "container": settings.get("container", ""),

@@ -653,7 +653,8 @@ def _host_address(value, shown):
 def _bind_address(value, shown):
     if _is_ip(value) or _HOSTNAME_RE.fullmatch(value):
         return []
-    return ['%s is not an address to bind; set e.g. 0.0.0.0 (every interface) or localhost.' % shown]
+    return ['%s is not an address to bind; set e.g. loopback, management (the address Ansible reaches the head at), an '
+            'address of the node, or 0.0.0.0 (every interface).' % shown]
 
 
 def _file_name(example):
@@ -1299,3 +1300,34 @@ BOUNDS['specdec_server_download_stale_timeout'] = _int_range(60, note='seconds; 
 for _name in [n for n, rule in BOUNDS.items() if n.endswith('_env') and getattr(rule, 'fn', None) is _env_dict]:
     BOUNDS[_name] = _Check(_env_dict_no_secrets)
 del _name
+
+
+# ---------------------------------------------------------------------------------------------
+# Who may call the endpoint (issue 12, item 7): the API key's shape. Which engine takes it is the
+# plan's check (module_utils/_plan.py, _check_access).
+# ---------------------------------------------------------------------------------------------
+
+API_KEY_MIN_LENGTH = 16
+
+
+def _api_key(value, shown):
+    """llama-server reads the key file line by line (a line starting with # is a comment) and compares the
+    Authorization header's value after "Bearer ": a key is one line of visible ASCII. Never shows the value."""
+    if value == '':
+        return []
+    problems = []
+    if any(ord(c) < 0x21 or ord(c) > 0x7e for c in value):
+        problems.append('has white space, a line break or a character outside visible ASCII')
+    if value.startswith('#'):
+        problems.append('starts with # (llama-server reads such a line of the key file as a comment)')
+    if value.lower().startswith('bearer'):
+        problems.append('starts with Bearer (clients add it; set the key alone)')
+    if len(value) < API_KEY_MIN_LENGTH:
+        problems.append('is shorter than %d characters' % API_KEY_MIN_LENGTH)
+    if not problems:
+        return []
+    return ['the value (hidden) %s; set a random key of visible ASCII, e.g. openssl rand -hex 32, kept in Ansible '
+            'Vault (printf %%s KEY | ansible-vault encrypt_string), or "" for no key.' % '; '.join(problems)]
+
+
+BOUNDS['specdec_server_api_key'] = _Check(_api_key)

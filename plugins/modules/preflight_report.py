@@ -15,7 +15,7 @@ description:
     raw facts on every node (M(sparkops.specdec.preflight_facts), M(sparkops.specdec.nccl_interface_info),
     M(sparkops.specdec.hf_download) in check mode) and this action decides every check, node by node, and compares
     the nodes.
-  - "Checks (in report order) are C(docker_nosudo), C(gpu_runtime), C(gpu_run), C(ports_free), C(clock_sync),
+  - "Checks (in report order) are C(docker_nosudo), C(gpu_runtime), C(gpu_run), C(ports_free), C(endpoint_exposure), C(clock_sync),
     C(hf_access), C(hub_reach), C(same_user), C(same_port), C(link_speed), C(fabric_ips), C(ssh_nodes),
     C(ssh_containers), C(nccl_env), C(same_image), C(disk_space), C(memory_budget) and C(mem_available); C(same_port),
     C(link_speed), C(fabric_ips), C(ssh_nodes), C(ssh_containers) and C(nccl_env) only with the two_sparks topology."
@@ -24,6 +24,9 @@ description:
     other listen addresses), C(publickey) (key not authorised), C(host_key) (host key not pinned or changed),
     C(timeout), C(no_route), C(dns), C(closed), C(no_client), C(other); the fix depends on the kind. They skip when
     no peer address is known, or (containers) when the container is not running or Docker is not usable."
+  - "C(endpoint_exposure) (on the head; skips on the worker): warns when the plan binds the server to every interface
+    (C(0.0.0.0), C(::)) without C(specdec_server_api_key), i.e. the endpoint is open to every network the node is on; a
+    host firewall is not looked at. Passes for C(loopback), one address, or every interface with an API key."
   - "C(hub_reach): the node's own request to the Hub or mirror (C(specdec_server_hf_endpoint), else the node's
     E(HF_ENDPOINT), else the public Hub). Fails on DNS failure, connection refused, no route, timeout, a closed
     connection, TLS errors (certificate not yet valid: the clock; expired; untrusted issuer; name mismatch), HTTP 407

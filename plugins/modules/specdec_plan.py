@@ -155,6 +155,24 @@ plan:
     tp_size: {description: Tensor parallel size (= number of nodes)., type: int}
     port: {description: TCP port of the server., type: int}
     endpoint: {description: 'OpenAI-compatible base URL, e.g. http://192.168.250.11:8355/v1.', type: str}
+    host:
+      description: The address the server binds (C(specdec_server_host); the words C(loopback) and C(management) resolved to
+        127.0.0.1 and the head's C(ansible_host), which must then be an IP address).
+      type: str
+    host_word: {description: 'C(loopback) or C(management) when specdec_server_host was one of them, else null.', type: str}
+    local_url:
+      description: 'http://ADDRESS:PORT at which the head itself reaches the server (the address bound; the loopback for
+        0.0.0.0, :: and localhost): the health wait, the smoke test and the benchmark use it.'
+      type: str
+    exposure:
+      description: Who can reach the endpoint by its bind address, C(loopback), C(address) (one address of the node),
+        C(open) (every network, with an API key) or C(open_unauthenticated) (every network, no key).
+      type: str
+    api_key:
+      description: Engine llamacpp with C(specdec_server_api_key) set, C(file) (the 0600 key file C(llama-server) reads
+        with C(--api-key-file)) and C(fingerprint) (PBKDF2-SHA256 of the key salted with the deployment id, also in the
+        launch spec as C(api_key), so a changed key is a changed launch spec); null without a key. Never the key.
+      type: dict
     models:
       description: Models to download, with C(role) (target/draft), C(repo), C(revision) and C(local_dir) (the draft's
         directory relative to the HF cache; null for the cache layout); engine llamacpp adds C(allow_patterns) (the one
@@ -182,8 +200,8 @@ plan:
       elements: str
     rank_env: {description: Environment of every rank (no secrets)., type: dict}
     launch:
-      description: The launch spec (argv, env, config_sha256, image_id, models -> commits, port, members); null before
-        the downloads.
+      description: The launch spec (argv, env, config_sha256, image_id, models -> commits, port, members, and
+        api_key, the key's fingerprint, when a key is set); null before the downloads.
       type: dict
     fingerprint: {description: sha256 of the canonical JSON of the launch spec., type: str}
 decision:

@@ -48,6 +48,11 @@ options:
     description: Seconds to wait for each HTTP answer.
     type: int
     default: 5
+  api_key:
+    description:
+      - "API key of the server (C(specdec_server_api_key)), sent as C(Authorization: Bearer) with C(/v1/models) and the
+        metrics (llama-server refuses them without it; C(/health) is exempt). Never returned."
+    type: str
 attributes:
   check_mode:
     support: full
@@ -185,11 +190,12 @@ def container_processes(module, container, proc):
     return procs, None
 
 
-def http_get(url, timeout):
+def http_get(url, timeout, api_key=None):
     """(status, body text, error): an HTTP error status is a status, a failed connection an error."""
+    headers = {"Authorization": "Bearer %s" % api_key} if api_key else None
     try:
         response = open_url(url, method="GET", timeout=timeout, use_proxy=False, use_netrc=False,
-                            http_agent="sparkops-status")
+                            http_agent="sparkops-status", headers=headers)
         body = response.read().decode("utf-8", "replace")
         return response.status, body, None
     except urllib.error.HTTPError as exc:
@@ -199,7 +205,7 @@ def http_get(url, timeout):
         return None, None, str(reason)[:200]
 
 
-def probe(record, timeout):
+def probe(record, timeout, api_key=None):
     state = record["state"]
     engine = state.get("engine")
     base = _status.probe_base(state)
@@ -211,12 +217,12 @@ def probe(record, timeout):
         return out
     status, dummy, error = http_get(base + "/health", timeout)
     out["health"] = {"status": status, "error": error}
-    status, body, error = http_get(base + "/v1/models", timeout)
+    status, body, error = http_get(base + "/v1/models", timeout, api_key)
     ids = _status.model_ids(body) if status == 200 else None
     out["models"] = {"ids": ids, "error": error or (None if ids is not None else "not an OpenAI model list")}
     path = _status.METRICS_PATHS.get(engine)
     if path:
-        status, body, error = http_get(base + path, timeout)
+        status, body, error = http_get(base + path, timeout, api_key)
         out["metrics"] = {"path": path, "status": status, "error": error,
                           "counters": _status.metrics_counters(engine, body) if status == 200 else None}
     else:
@@ -249,7 +255,7 @@ def gather(module, params, proc=None):
                 key = (_status.probe_base(rec["state"]), rec["state"].get("engine"), rec["state"].get("deployment"))
                 if key not in seen:
                     seen.add(key)
-                    status["probes"].append(probe(rec, params["timeout"]))
+                    status["probes"].append(probe(rec, params["timeout"], params.get("api_key")))
     return status
 
 
@@ -261,6 +267,7 @@ def main():
             "state_dir": {"type": "path", "default": "/var/lib/sparkops/specdec"},
             "probe": {"type": "bool", "default": True},
             "timeout": {"type": "int", "default": 5},
+            "api_key": {"type": "str", "no_log": True},
         },
         supports_check_mode=True,
     )

@@ -130,11 +130,11 @@ def run(probes=None, fabrics=None, hf=None, plan=None, settings=None, hosts=None
 def test_clean_two_nodes_every_check_once_per_node_in_order():
     by_key, entries = run()
     assert [e["id"] for e in entries] == list(_preflight.CHECK_IDS) * 2
-    assert [e["node"] for e in entries] == ["spark-1"] * 18 + ["spark-2"] * 18
+    assert [e["node"] for e in entries] == ["spark-1"] * 19 + ["spark-2"] * 19
     statuses = {k: v["status"] for k, v in by_key.items() if k[1] == "spark-1"}
     assert statuses == {
         ("docker_nosudo", "spark-1"): "pass", ("gpu_runtime", "spark-1"): "skip", ("gpu_run", "spark-1"): "skip",
-        ("ports_free", "spark-1"): "pass", ("clock_sync", "spark-1"): "skip", ("hf_access", "spark-1"): "pass",
+        ("ports_free", "spark-1"): "pass", ("endpoint_exposure", "spark-1"): "skip", ("clock_sync", "spark-1"): "skip", ("hf_access", "spark-1"): "pass",
         ("hub_reach", "spark-1"): "pass", ("same_user", "spark-1"): "pass", ("same_port", "spark-1"): "pass",
         ("link_speed", "spark-1"): "pass", ("fabric_ips", "spark-1"): "pass", ("ssh_nodes", "spark-1"): "pass",
         ("ssh_containers", "spark-1"): "pass",
@@ -142,7 +142,7 @@ def test_clean_two_nodes_every_check_once_per_node_in_order():
         ("memory_budget", "spark-1"): "pass", ("mem_available", "spark-1"): "pass"}
     assert all(set(e) == {"id", "node", "status", "message", "fix"} and e["fix"] for e in entries)
     assert _preflight.verdict(entries) == (
-        True, "Preflight passed (36 checks; warnings and skips are in the summary and the report).")
+        True, "Preflight passed (38 checks; warnings and skips are in the summary and the report).")
 
 
 def test_clean_messages():
@@ -371,7 +371,7 @@ def test_unreached_node_fails_every_check():
     probes = {"spark-1": registered()}
     by_key, entries = run(probes=probes)
     spark2 = [e for e in entries if e["node"] == "spark-2"]
-    assert len(spark2) == 18 and all(e["status"] == "fail" and "no facts from this node" in e["message"] for e in spark2)
+    assert len(spark2) == 19 and all(e["status"] == "fail" and "no facts from this node" in e["message"] for e in spark2)
     assert by_key[("same_user", "spark-1")]["status"] == "pass"
 
 

@@ -292,6 +292,10 @@ NEGATIVE_CASES = [
     ('port-zero', {'specdec_server_port': 0}, 'specdec_server_port', '0 is out of range'),
     ('port-text', {'specdec_server_port': 'http'}, 'specdec_server_port', '"http" is not a whole number'),
     ('host-bad', {'specdec_server_host': 'every interface'}, 'specdec_server_host', 'is not an address to bind'),
+    ('api-key-short', {'specdec_server_api_key': 'Zq7xK2'}, 'specdec_server_api_key',
+     'the value (hidden) is shorter than 16 characters'),
+    ('api-key-newline', {'specdec_server_api_key': 'lab-api-key-0123456789abcdef\n'}, 'specdec_server_api_key',
+     'the value (hidden) has white space, a line break'),
     ('batch-size-zero', {'specdec_server_max_batch_size': 0}, 'specdec_server_max_batch_size',
      'set an integer of at least 1'),
     ('num-tokens-negative', {'specdec_server_max_num_tokens': -5}, 'specdec_server_max_num_tokens',
@@ -622,8 +626,9 @@ def test_removed_names_are_the_one_name_per_fact_change():
     shared = set(specs['specdec_common'])
     declared = {name for options in specs.values() for name in options}
     assert len(_settings.REMOVED) == 14 and not set(_settings.REMOVED) & declared
-    # specdec_deployment_id and specdec_server_engine were shared from the start (no old names to remove).
-    assert set(_settings.REMOVED.values()) == shared - {'specdec_deployment_id', 'specdec_server_engine'}
+    # specdec_deployment_id, specdec_server_engine and specdec_server_api_key were shared from the start (no old names).
+    assert set(_settings.REMOVED.values()) == shared - {'specdec_deployment_id', 'specdec_server_engine',
+                                                        'specdec_server_api_key'}
     for new in set(_settings.REMOVED.values()):
         olds = sorted(old for old, repl in _settings.REMOVED.items() if repl == new)
         assert len(olds) == 2 and all(old.split('_')[0] in ('trtllm', 'specdec', 'ssh') for old in olds), (new, olds)

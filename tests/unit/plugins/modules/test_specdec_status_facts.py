@@ -73,10 +73,17 @@ def node(monkeypatch, tmp_path):
 class Server(http.server.BaseHTTPRequestHandler):
     routes = {}
     seen = []
+    # Like llama-server with --api-key-file: every path but /health needs "Authorization: Bearer <key>".
+    key = None
+    auth = []
 
     def do_GET(self):
         Server.seen.append(self.path)
+        Server.auth.append(self.headers.get("Authorization"))
         status, body = Server.routes.get(self.path, (404, "not found"))
+        if Server.key and self.path not in ("/health", "/v1/health") and \
+                self.headers.get("Authorization") != "Bearer " + Server.key:
+            status, body = 401, '{"error": {"message": "Invalid API Key", "code": 401}}'
         data = body.encode()
         self.send_response(status)
         self.send_header("Content-Length", str(len(data)))
@@ -93,6 +100,8 @@ def server():
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     Server.seen = []
+    Server.key = None
+    Server.auth = []
     Server.routes = {"/health": (200, '{"status": "ok"}'),
                      "/v1/models": (200, json.dumps({"object": "list", "data": [{"id": ts.LLAMA_TARGET}]})),
                      "/metrics": (200, ts.fixture("llamacpp-metrics-after.txt"))}
@@ -192,3 +201,26 @@ def test_docker_missing_is_reported_not_a_failure(node, tmp_path):
 def test_timeout_below_one_is_one_line(node, tmp_path):
     got = call({"node": "spark-1", "state_dir": str(tmp_path), "timeout": 0})
     assert got["msg"].startswith("specdec_status_facts: timeout=0 is below 1: set status_http_timeout")
+
+
+API_KEY = "lab-key-0123456789abcdef"
+
+
+def test_api_key_is_sent_and_never_returned(node, server, tmp_path):
+    Server.key = API_KEY
+    state_dir = tmp_path / "state"
+    write_state(state_dir, ts.state(port=server, k=2))
+    (state_dir / "server.pid").write_text("57\n")
+    args = {"node": "spark-1", "state_dir": str(state_dir)}
+    # Without the key llama-server refuses the models and the metrics (401), and serves /health.
+    probe = call(args)["status"]["probes"][0]
+    assert probe["health"]["status"] == 200
+    assert probe["models"]["ids"] is None and probe["models"]["error"] == "HTTP 401"
+    assert probe["metrics"]["status"] == 401 and probe["metrics"]["counters"] is None
+    Server.auth = []
+    got = call(dict(args, api_key=API_KEY))
+    probe = got["status"]["probes"][0]
+    assert probe["models"]["ids"] == [ts.LLAMA_TARGET] and probe["metrics"]["counters"]["draft_tokens"] == 540
+    # /health goes without it (exempt): the key travels only where it is needed.
+    assert Server.auth == [None, "Bearer " + API_KEY, "Bearer " + API_KEY]
+    assert API_KEY not in json.dumps(got)
