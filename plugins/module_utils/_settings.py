@@ -998,6 +998,8 @@ BOUNDS = {
     'specdec_server_controller_cache_dir': _abs_path('/var/cache/sparkops-specdec', empty_ok=True,
                                                      empty_means='~/.cache/sparkops-specdec of the controller user'),
     'specdec_server_health_timeout': _int_range(1, note='seconds; first starts need up to 3600'),
+    'specdec_server_hang_timeout': _int_range(0, 86400, 'seconds of failing /health before a recycle; 0 = off, '
+                                                        'the default is 600'),
     'specdec_server_health_interval': _int_range(1, note='seconds'),
     'specdec_server_smoke_max_tokens': _int_range(1),
     # The tool-call smoke test (module_utils/_toolcall.py): auto = gpt-oss targets only.

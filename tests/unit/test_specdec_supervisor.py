@@ -4,12 +4,16 @@
 
 from __future__ import annotations
 
+import http.server
 import importlib.util
 import json
 import os
+import shlex
+import signal
 import socket
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -235,3 +239,171 @@ def test_decide_command_prints_the_consent(node):
     out = subprocess.run(["python3", str(SCRIPT), "decide", "--state-dir", str(node)], check=True,
                          stdout=subprocess.PIPE).stdout
     assert json.loads(out)["consent"] is False
+
+
+# ------------------------------------------------------------------------------------------- hang watchdog
+def test_hang_settings_from_the_record():
+    rec = record(health_url="http://127.0.0.1:8000/health", hang_timeout=600)
+    assert sup.hang_settings(rec) == ("http://127.0.0.1:8000/health", 600.0)
+    # A record of an earlier role version (no fields), 0, or values of the wrong shape: no watchdog.
+    assert sup.hang_settings(record()) == (None, 0)
+    assert sup.hang_settings(dict(rec, hang_timeout=0)) == (None, 0)
+    assert sup.hang_settings(dict(rec, hang_timeout="600")) == (None, 0)
+    assert sup.hang_settings(dict(rec, hang_timeout=True)) == (None, 0)
+    assert sup.hang_settings(dict(rec, health_url="127.0.0.1:8000/health")) == (None, 0)
+    assert sup.hang_settings(None) == (None, 0)
+    # The new fields do not change the consent.
+    assert sup.record_problem(rec, state(), "abc") == ""
+
+
+def test_watch_never_recycles_a_server_that_never_answered():
+    wd = sup.new_watch()
+    for t in range(0, 4000, 5):  # weights loading for over an hour: /health fails all along
+        decision, wd = sup.watch(wd, "42", False, 1000.0 + t, 15)
+        assert decision["action"] == "running" and "loading" in decision["reason"]
+    assert wd["healthy_seen"] is False and wd["failing_since"] is None
+
+
+def test_watch_recycles_after_failures_lasting_the_timeout():
+    decision, wd = sup.watch(sup.new_watch(), "42", True, 1000.0, 15)
+    assert decision["action"] == "running" and wd == {"pid": "42", "healthy_seen": True, "failing_since": None}
+    decision, wd = sup.watch(wd, "42", False, 1005.0, 15)
+    assert decision["action"] == "running" and decision["until"] == 1020.0 and wd["failing_since"] == 1005.0
+    decision, wd = sup.watch(wd, "42", False, 1019.9, 15)
+    assert decision["action"] == "running"
+    decision, wd = sup.watch(wd, "42", False, 1020.0, 15)
+    assert decision["action"] == "recycle" and "process 42 runs" in decision["reason"] and "15 s" in decision["reason"]
+
+
+def test_watch_one_200_ends_the_run_of_failures():
+    decision, wd = sup.watch(sup.new_watch(), "42", True, 1000.0, 15)
+    decision, wd = sup.watch(wd, "42", False, 1005.0, 15)
+    decision, wd = sup.watch(wd, "42", True, 1015.0, 15)
+    assert decision["action"] == "running" and wd["failing_since"] is None
+    decision, wd = sup.watch(wd, "42", False, 1025.0, 15)
+    decision, wd = sup.watch(wd, "42", False, 1035.0, 15)
+    assert decision["action"] == "running" and decision["until"] == 1040.0
+    decision, wd = sup.watch(wd, "42", False, 1040.0, 15)
+    assert decision["action"] == "recycle"
+
+
+def test_watch_a_new_server_process_starts_a_new_watch():
+    decision, wd = sup.watch(sup.new_watch(), "42", True, 1000.0, 15)
+    decision, wd = sup.watch(wd, "42", False, 1005.0, 15)
+    # Another pid (restarted by Ansible or the supervisor) loading its weights: not healthy yet, never recycled.
+    decision, wd = sup.watch(wd, "43", False, 1100.0, 15)
+    assert decision["action"] == "running" and wd == {"pid": "43", "healthy_seen": False, "failing_since": None}
+
+
+def test_watch_off_with_timeout_0():
+    decision, wd = sup.watch(sup.new_watch(), "42", True, 1000.0, 0)
+    for t in (1005.0, 5000.0, 90000.0):
+        decision, wd = sup.watch(wd, "42", False, t, 0)
+        assert decision == {"action": "running", "reason": "the recorded server runs (no hang watchdog)", "until": None}
+
+
+FAKE_SERVER_SH_RECYCLE = FAKE_SERVER_SH.replace("esac", """  recycle) echo "recycle lock_held=${SPARKOPS_SERVER_LOCK_HELD:-}" >> calls
+    rm -f running; echo "recycled (pid 42)" ;;
+esac""")
+
+
+def _arm_watchdog(node, hang_timeout=15):
+    (node / "server.sh").write_text(FAKE_SERVER_SH_RECYCLE)
+    (node / "server.pid").write_text("42\n")
+    rec = json.loads((node / "autostart.json").read_text())
+    rec.update(server_sh_sha1=sup.file_sha1(str(node / "server.sh")), health_url="http://127.0.0.1:1/health",
+               hang_timeout=hang_timeout)
+    (node / "autostart.json").write_text(json.dumps(rec))
+    (node / "running").write_text("")
+    return rec
+
+
+def test_look_recycles_a_hung_server_keeping_the_record_then_starts_it(node):
+    rec = _arm_watchdog(node)
+    answers = iter([True, False, False, False])
+
+    def probe(url, timeout):
+        assert timeout == POLICY["health_timeout"]
+        return url == rec["health_url"] and next(answers)
+    st = sup.new_status()
+    for now in (100.0, 105.0, 110.0):
+        decision, st = sup.look(str(node), st, now, POLICY, probe=probe)
+        assert decision["action"] == "running"
+    decision, st = sup.look(str(node), st, 120.0, POLICY, probe=probe)
+    assert decision["action"] == "recycle" and decision["rc"] == 0 and decision["output"] == "recycled (pid 42)"
+    assert (node / "calls").read_text() == "recycle lock_held=1\n"
+    assert json.loads((node / "autostart.json").read_text()) == rec and st["recycles"] == 1
+    assert st["watch"] == sup.new_watch()
+    # The next look starts it again by the normal path.
+    decision, st = sup.look(str(node), st, 125.0, POLICY, probe=probe)
+    assert decision["action"] == "start" and (node / "calls").read_text().endswith("start lock_held=1\n")
+
+
+def test_look_without_the_watchdog_never_probes(node):
+    # A record of an earlier role version (no health_url/hang_timeout) and one with hang_timeout 0.
+    (node / "running").write_text("")
+
+    def probe(url, timeout):
+        pytest.fail("probed %s (%s s) without a watchdog" % (url, timeout))
+    decision, st = sup.look(str(node), sup.new_status(), 100.0, POLICY, probe=probe)
+    assert decision["action"] == "running" and "no hang watchdog" in decision["reason"]
+    _arm_watchdog(node, hang_timeout=0)
+    for now in (100.0, 1000.0, 100000.0):
+        decision, st = sup.look(str(node), st, now, POLICY, probe=probe)
+        assert decision["action"] == "running"
+    assert not (node / "calls").exists()
+
+
+def test_health_ok(closed_port):
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            self.send_response(200 if self.path == "/health" else 503)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        base = "http://127.0.0.1:%d" % httpd.server_address[1]
+        assert sup.health_ok(base + "/health", 2.0) is True
+        assert sup.health_ok(base + "/other", 2.0) is False
+    finally:
+        httpd.shutdown()
+    assert sup.health_ok("http://127.0.0.1:%d/health" % closed_port, 1.0) is False
+
+
+# ------------------------------------------------------------------------------------------- server.sh recycle
+def _render_server_sh(tmp_path):
+    jinja2 = pytest.importorskip("jinja2")
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
+    env.filters["quote"] = shlex.quote
+    text = (SCRIPT.parents[3] / "roles" / "specdec_server" / "templates" / "server.sh.j2").read_text()
+    out = env.from_string(text).render(
+        specdec_state_dir=str(tmp_path), specdec_container_name="trtllm-multinode",
+        __specdec_server_state_file=str(tmp_path / "deployments" / "spark-1.json"),
+        __specdec_server_spec={"env": {}, "members": ["spark-1"],
+                               "argv": ["python3", "-c", "import time; time.sleep(300)"]})
+    (tmp_path / "server.sh").write_text(out)
+    return tmp_path / "server.sh"
+
+
+def test_server_sh_recycle_kills_a_stopped_server_and_keeps_the_record(tmp_path):
+    script = _render_server_sh(tmp_path)
+    env = dict(os.environ, SPARKOPS_SERVER_LOCK_HELD="1")
+    (tmp_path / "autostart.json").write_text("{}")
+    subprocess.run(["bash", str(script), "start"], env=env, check=True, stdout=subprocess.PIPE)
+    pid = int((tmp_path / "server.pid").read_text())
+    assert subprocess.run(["bash", str(script), "status"], env=env, check=False).returncode == 0
+    os.kill(pid, signal.SIGSTOP)  # alive, answers nothing
+    t0 = time.time()
+    out = subprocess.run(["bash", str(script), "recycle"], env=env, check=True, stdout=subprocess.PIPE).stdout
+    assert time.time() - t0 < 10  # SIGCONT let SIGTERM act at once (no wait for the SIGKILL after 60 s)
+    assert out.decode().strip() == "recycled (pid %d)" % pid
+    assert (tmp_path / "autostart.json").exists() and not (tmp_path / "server.pid").exists()
+    assert subprocess.run(["bash", str(script), "status"], env=env, check=False).returncode == 3
+    # stop (every stop Ansible or a person makes) removes the record.
+    subprocess.run(["bash", str(script), "start"], env=env, check=True, stdout=subprocess.PIPE)
+    subprocess.run(["bash", str(script), "stop"], env=env, check=True, stdout=subprocess.PIPE)
+    assert not (tmp_path / "autostart.json").exists() and not (tmp_path / "server.pid").exists()

@@ -17,7 +17,13 @@
 # It starts only `server.sh start`, holding the lock server.sh itself takes for start and stop, so it never races
 # Ansible's own start or stop. Two nodes: only the head has the record; it starts mpirun once every host of the OpenMPI
 # hostfile answers on the container sshd port (SSH banner). Restarts back off (5 s doubling to 300 s); a server that
-# ran 120 s resets the backoff. Its own status (JSON) is in /run/sparkops-specdec/supervisor.json in the container;
+# ran 120 s resets the backoff.
+# Hang watchdog: when the record names health_url and hang_timeout (> 0), a server whose process runs but whose /health
+# has failed (status != 200, timeout, refused) for hang_timeout s on end, after it answered 200 at least once since it
+# was started, is recycled: `server.sh recycle` stops its process group (SIGCONT, SIGTERM, SIGKILL after a grace period)
+# and keeps the record, and the normal start path (with its backoff) starts it again. A record without these fields
+# (written by an earlier role version) is served as before, without the watchdog.
+# Its own status (JSON) is in /run/sparkops-specdec/supervisor.json in the container;
 # its decisions are logged as JSON lines on the container's output (`docker logs`).
 # The decision functions are pure and unit-tested on the controller (tests/unit/test_specdec_supervisor.py).
 
@@ -33,6 +39,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 
 SCHEMA_VERSION = 1
 RECORD_NAME = "autostart.json"
@@ -49,6 +56,7 @@ POLICY = {
     "backoff_max": 300.0,    # longest wait between starts
     "stable": 120.0,         # seconds a server must run before its start counts as a success (backoff reset)
     "ssh_timeout": 3.0,      # seconds per sshd probe of a host
+    "health_timeout": 5.0,   # seconds per /health probe of the hang watchdog
 }
 
 
@@ -151,6 +159,60 @@ def started(status, now):
     return st
 
 
+def hang_settings(record):
+    """(health_url, hang_timeout seconds) of the hang watchdog from the record; (None, 0) when it is off.
+
+    Off for a record without the fields (an earlier role version), hang_timeout 0, or values of the wrong shape.
+    """
+    if not isinstance(record, dict):
+        return None, 0
+    url, timeout = record.get("health_url"), record.get("hang_timeout")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        return None, 0
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
+        return None, 0
+    return url, float(timeout)
+
+
+def new_watch():
+    return {"pid": None, "healthy_seen": False, "failing_since": None}
+
+
+def watch(wd, pid, healthy, now, hang_timeout):
+    """The hang watchdog's look at a running server. Returns (decision, wd).
+
+    wd: from the previous look (new_watch() first); pid: the server's pid now (a new pid starts a new watch);
+    healthy: whether /health answered 200 now; hang_timeout: seconds (<= 0: off).
+    decision: {'action': 'running'|'recycle', 'reason': str, 'until': None}. Only a server that answered 200 since its
+    start is ever recycled (a loading server is not), after failing probes lasting hang_timeout s on end; one 200
+    ends the run of failures. Nothing here stops anything.
+    """
+    w = dict(wd or new_watch())
+    if w.get("pid") != pid:
+        w = new_watch()
+        w["pid"] = pid
+    if not hang_timeout or hang_timeout <= 0:
+        w.update(healthy_seen=False, failing_since=None)
+        return {"action": "running", "reason": "the recorded server runs (no hang watchdog)", "until": None}, w
+    if healthy:
+        w.update(healthy_seen=True, failing_since=None)
+        return {"action": "running", "reason": "the recorded server runs and answers /health", "until": None}, w
+    if not w.get("healthy_seen"):
+        return {"action": "running", "reason": "the recorded server runs; /health has not answered 200 since its "
+                                               "start (loading): no hang watchdog yet", "until": None}, w
+    if w.get("failing_since") is None:
+        w["failing_since"] = now
+    until = w["failing_since"] + hang_timeout
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(w["failing_since"]))
+    if now >= until:
+        reason = "the server process %s runs but /health has failed since %s (%d s, specdec_server_hang_timeout %d s): " \
+                 "hung, recycling it" % (pid, since, now - w["failing_since"], hang_timeout)
+        return {"action": "recycle", "reason": reason, "until": None}, w
+    reason = "the recorded server runs; /health fails since %s: recycled at %s unless it answers 200 before" % (
+        since, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(until)))
+    return {"action": "running", "reason": reason, "until": until}, w
+
+
 def hostfile_hosts(text):
     """The hosts of an OpenMPI hostfile (first word of each line; comments and blank lines skipped)."""
     hosts = []
@@ -209,6 +271,24 @@ def ssh_answers(host, port, timeout):
         return False
 
 
+def health_ok(url, timeout):
+    """Whether url answers HTTP 200 within timeout s (no proxy: the server is on this node)."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url, timeout=timeout) as answer:
+            return answer.status == 200
+    except Exception:  # pylint: disable=broad-except  # any failure (refused, timeout, HTTP error) is a failing probe
+        return False
+
+
+def server_pid(state_dir):
+    try:
+        with open(os.path.join(state_dir, "server.pid")) as handle:
+            return handle.read().strip() or None
+    except OSError:
+        return None
+
+
 def log(event):
     event = dict(event, time=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), supervisor="sparkops.specdec")
     sys.stdout.write(json.dumps(event, sort_keys=True) + "\n")
@@ -239,8 +319,8 @@ class Lock(object):
         self.fd = None
 
 
-def look(state_dir, status, now, policy, run=subprocess.run):
-    """One look at the node, under the lock; may start the server. Returns (decision, status)."""
+def look(state_dir, status, now, policy, run=subprocess.run, probe=health_ok):
+    """One look at the node, under the lock; may start or recycle the server. Returns (decision, status)."""
     problem, record, state = consent_problem(state_dir)
     script = os.path.join(state_dir, SCRIPT_NAME)
     key = armed_key(record) if isinstance(record, dict) else None
@@ -249,6 +329,22 @@ def look(state_dir, status, now, policy, run=subprocess.run):
         running = run(["bash", script, "status"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                       check=False).returncode == 0
     decision, status = decide(problem, key, running, status, now, policy)
+    if decision["action"] == "running":
+        url, hang_timeout = hang_settings(record)
+        pid = server_pid(state_dir)
+        healthy = probe(url, policy["health_timeout"]) if hang_timeout else False
+        decision, status["watch"] = watch(status.get("watch"), pid, healthy, now, hang_timeout)
+        if decision["action"] == "recycle":
+            env = dict(os.environ)
+            env[LOCK_HELD_ENV] = "1"
+            out = run(["bash", script, "recycle"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                      check=False)
+            decision = dict(decision, rc=out.returncode,
+                            output=(out.stdout or b"").decode("utf-8", "replace").strip()[-400:])
+            status["recycles"] = status.get("recycles", 0) + 1
+            status["watch"] = new_watch()
+        return decision, status
+    status["watch"] = new_watch()
     if decision["action"] != "start":
         return decision, status
     hostfile = os.environ.get("OMPI_MCA_orte_default_hostfile", "")
@@ -298,7 +394,7 @@ def run_loop(state_dir, policy, resume=False):
         except Exception as exc:  # pylint: disable=broad-except  # one bad look must not end the supervision
             decision = {"action": "error", "reason": "%s: %s" % (type(exc).__name__, exc), "until": None}
         shown = (decision["action"], decision["reason"])
-        if decision["action"] == "start" or shown != last:
+        if decision["action"] in ("start", "recycle") or shown != last:
             log(decision)
         last = shown
         time.sleep(policy["interval"])

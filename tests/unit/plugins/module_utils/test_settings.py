@@ -354,6 +354,7 @@ NEGATIVE_CASES = [
     ('tiktoken-files-path', {'specdec_server_tiktoken_files': ['../o200k_base.tiktoken']},
      'specdec_server_tiktoken_files', 'is not a plain file name'),
     ('autostart-not-bool', {'specdec_server_autostart': 'always'}, 'specdec_server_autostart', 'is not a boolean'),
+    ('hang-timeout-negative', {'specdec_server_hang_timeout': -5}, 'specdec_server_hang_timeout', 'is out of range'),
     ('allow-restart-not-bool', {'specdec_server_allow_restart': 'maybe'}, 'specdec_server_allow_restart',
      'is not a boolean'),
     ('health-timeout-negative', {'specdec_server_health_timeout': -1}, 'specdec_server_health_timeout',
