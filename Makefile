@@ -86,6 +86,7 @@ molecule: lab-up  ## Molecule scenarios on the lab: two nodes, downloads, fault 
 	$(MOLECULE_TEST) -s preflight_faults
 	$(MOLECULE_TEST) -s server_faults
 	$(MOLECULE_TEST) -s trtllm_versions
+	$(MOLECULE_TEST) -s fleet
 	SPECDEC_METHOD=eagle3 $(MOLECULE_TEST) -s single_node
 	SPECDEC_METHOD=draft_target TRTLLM_STANDIN=1.4.0rc1 $(MOLECULE_TEST) -s single_node
 	SPECDEC_METHOD=none $(MOLECULE_TEST) -s single_node

@@ -18,7 +18,7 @@ from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _inventory
 from ansible_collections.sparkops.specdec.plugins.module_utils import _fleet, _plan, _secrets, _settings
 
 _ARGS = frozenset(("topology", "commits", "downloads", "image", "state", "server_running", "probe", "allow_restart"))
@@ -53,72 +53,6 @@ def _runtime_facts(hostvars, host):
         except Exception:  # a fact cache plugin that cannot answer: no runtime names
             continue
     return names
-
-
-_FLEET_SETTINGS = ("specdec_deployment_id", "specdec_head_host")
-
-
-def _candidates(groups, play_hosts):
-    """Every host of the inventory in its order (groups['all'] ignores --limit), else every host named anywhere."""
-    if groups.get("all"):
-        return list(dict.fromkeys(list(groups["all"]) + list(play_hosts)))
-    found = list(play_hosts)
-    for name in sorted(groups):
-        found += list(groups.get(name) or [])
-    return list(dict.fromkeys(found))
-
-
-def _fleet_settings(hostvars, host):
-    """specdec_deployment_id and specdec_head_host of ``host`` as the inventory resolves them ({} if unreadable)."""
-    try:
-        variables = hostvars[host]
-    except Exception:  # a host the hostvars do not know (e.g. added later): it names no deployment
-        return {}
-    found = {}
-    for name in _FLEET_SETTINGS:
-        try:
-            value = variables.get(name)
-        except Exception:  # an expression that fails: reported for the play's members by the setting checks
-            value = None
-        if isinstance(value, str):
-            found[name] = value
-    return found
-
-
-def _group_vars_reader(hostvars, loader):
-    """group -> the variables set on the group itself (inventory file and group_vars/), or None if unknown."""
-    inventory = getattr(hostvars, "_inventory", None)
-    if inventory is None or not hasattr(inventory, "groups"):
-        return None
-    try:
-        from ansible.vars.plugins import get_vars_from_inventory_sources, get_vars_from_path
-    except ImportError:  # an ansible-core without the vars plugin helpers: the inventory file's vars only
-        get_vars_from_inventory_sources = get_vars_from_path = None
-
-    try:
-        basedir = loader.get_basedir() if loader is not None else None
-    except Exception:  # a loader without a base directory: no playbook-side group_vars/
-        basedir = None
-
-    def read(name):
-        group = inventory.groups.get(name)
-        if group is None:
-            return {}
-        found = {}
-        if get_vars_from_inventory_sources is not None and loader is not None:
-            # Stage "task": where Ansible itself reads group_vars/ (the default RUN_VARS_PLUGINS=demand).
-            try:
-                found.update(get_vars_from_inventory_sources(loader, inventory._sources, [group], "task") or {})
-                if basedir:
-                    found.update(get_vars_from_path(loader, basedir, [group], "task") or {})
-            except Exception:  # a vars plugin that fails is reported by Ansible itself when it loads the host
-                pass
-        try:
-            found.update(group.get_vars() or {})
-        except Exception:  # nothing readable on the group
-            pass
-        return {k: v for k, v in found.items() if k in _FLEET_SETTINGS}
-    return read
 
 
 def _unnamed_hosts(fleet):
@@ -204,8 +138,8 @@ class ActionModule(ActionBase):
             errors += [e for e in dep["errors"] if e not in errors]
         errors += _fleet.check_limit(fleet, play_hosts, groups)
         if len(mine) > 1:
-            errors.append("inventory: the play holds %d deployments (%s); two_sparks.yml deploys one pair per run for "
-                          "now: --limit to one (e.g. --limit <group>)." % (len(mine), ", ".join(d["id"] for d in mine)))
+            errors.append("inventory: the play holds %d deployments (%s); two_sparks.yml deploys one pair: --limit "
+                          "to one (e.g. --limit <group>), or deploy them all with playbooks/fleet.yml." % (len(mine), ", ".join(d["id"] for d in mine)))
         elif mine and len(mine[0]["members"]) == 1:
             host = mine[0]["members"][0]
             errors.append("inventory: two_sparks.yml needs a pair, but deployment %s has one Spark (%s); serve it with "
@@ -242,8 +176,7 @@ class ActionModule(ActionBase):
         per_host = {}
         addresses = {}
 
-        fleet = _fleet.group_deployments(_candidates(groups, play_hosts), lambda h: _fleet_settings(hostvars, h),
-                                         groups, _group_vars_reader(hostvars, getattr(self, "_loader", None)))
+        fleet = _inventory.fleet(groups, play_hosts, hostvars, getattr(self, "_loader", None))
         fleet_head = None
         if topology == "two_sparks":
             mine = _fleet.deployments_of(fleet, play_hosts)

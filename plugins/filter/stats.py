@@ -18,6 +18,8 @@ so the nodes' entries merge into one mapping in the run's global custom stats (t
   confirmed, what was (or, in check mode, would be) removed on the node and what stays.
 - ``specdec_benchmark_result | sparkops.specdec.benchmark_stats(host, endpoint)``: key ``specdec_benchmark_run``
   (benchmark.yml): the pick, its reason, the gate verdict and the report files (the head; others: not measured).
+- ``fleet_deploy | sparkops.specdec.fleet_stats``: key ``specdec_fleet`` (fleet.yml, one mapping for the run, not per
+  node): the ids serving and not serving, and per deployment its status, members, head, exit code, failures and report.
 """
 
 from __future__ import annotations
@@ -122,6 +124,31 @@ def benchmark_stats(result, host, endpoint=None):
     }}
 
 
+def fleet_stats(result):
+    """The fleet run's outcome from sparkops.specdec.fleet_deploy's result (also when it failed before any run)."""
+    result = _mapping(result, "fleet_stats")
+    deployments = {}
+    for dep in result.get("deployments") or []:
+        deployments[str(dep.get("id"))] = {
+            "status": dep.get("status"),
+            "topology": dep.get("topology"),
+            "members": list(dep.get("members") or []),
+            "head": dep.get("head"),
+            "rc": dep.get("rc"),
+            "failures": list(dep.get("failures") or []),
+            "log": dep.get("log"),
+        }
+    return {
+        "serving": list(result.get("serving") or []),
+        "not_serving": list(result.get("not_serving") or []),
+        "not_run": list(result.get("not_run") or []),
+        "deployments": deployments,
+        "report_path": result.get("report"),
+        # Problems found before any run (the inventory, the settings): no deployment ran.
+        "problems": result.get("msg") if result.get("failed") and not deployments else None,
+    }
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -130,4 +157,5 @@ class FilterModule(object):
             "preflight_stats": preflight_stats,
             "teardown_stats": teardown_stats,
             "benchmark_stats": benchmark_stats,
+            "fleet_stats": fleet_stats,
         }

@@ -19,6 +19,8 @@ Every problem is one line naming the setting, the problem and the fix.
 
 from __future__ import annotations
 
+import json
+
 HEAD_GROUP = "spark_head"
 WORKER_GROUP = "spark_workers"
 # A deployment is one Spark or a pair (TP=2); TP>2 over more Sparks is not supported.
@@ -200,3 +202,203 @@ def check_limit(fleet, play_hosts, groups=None):
                           % (_names(inside), "is" if len(inside) == 1 else "are", _names(outside), dep["id"],
                              "is" if len(outside) == 1 else "are", example))
     return errors
+
+
+# ---------------------------------------------------------------------------------------------
+# One run per deployment (playbooks/fleet.yml, sparkops.specdec.fleet_deploy)
+# ---------------------------------------------------------------------------------------------
+
+# The playbook that deploys a deployment of each topology.
+PLAYBOOKS = {"two_sparks": "two_sparks.yml", "single_spark": "single_spark.yml"}
+
+# ansible-playbook options of the fleet run passed on to each deployment's run, as (CLIARGS key, flag, kind).
+# Not passed: --limit and tags (each run targets its deployment whole), --forks (a run holds one or two hosts).
+_PASSED = (
+    ("vault_ids", "--vault-id", "each"),
+    ("vault_password_files", "--vault-password-file", "each"),
+    ("extra_vars", "--extra-vars", "each"),
+    ("remote_user", "--user", "value"),
+    ("private_key_file", "--private-key", "value"),
+    ("connection", "--connection", "value"),
+    ("timeout", "--timeout", "value"),
+    ("become", "--become", "flag"),
+    ("become_method", "--become-method", "value"),
+    ("become_user", "--become-user", "value"),
+    ("check", "--check", "flag"),
+    ("diff", "--diff", "flag"),
+)
+# Prompts a run in the background cannot answer.
+_PROMPTS = (("ask_vault_pass", "--ask-vault-pass", "--vault-password-file FILE (or ANSIBLE_VAULT_PASSWORD_FILE)"),
+            ("ask_pass", "--ask-pass", "SSH keys (or ansible_password from Vault)"),
+            ("become_ask_pass", "--ask-become-pass", "ansible_become_password from Vault"))
+
+
+def select(fleet, wanted, hosts):
+    """The deployments to run: those named in ``wanted`` (ids; empty: every deployment with a member in ``hosts``).
+
+    Returns ``(deployments, errors)``; errors are one line each (the inventory's problems, unknown ids, a deployment
+    with members outside ``hosts``), and nothing runs when there is one.
+    """
+    hosts = list(hosts or [])
+    pool = [d for d in fleet["deployments"] if set(d["members"]) & set(hosts)]
+    errors = []
+    for dep in pool:
+        errors += [e for e in dep["errors"] if e not in errors]
+        outside = [h for h in dep["members"] if h not in hosts]
+        if outside:
+            errors.append("fleet_hosts: deployment %s has %s outside the group; put all its nodes in the group, or "
+                          "none." % (dep["id"], _names(outside)))
+    if wanted:
+        known = {d["id"]: d for d in pool}
+        unknown = [w for w in wanted if w not in known]
+        if unknown:
+            errors.append("fleet_deployments: %s %s no deployment of the inventory (known: %s); name deployments by "
+                          "their specdec_deployment_id (a single Spark by its name)."
+                          % (_names(unknown), "is" if len(unknown) == 1 else "are", _names(sorted(known)) or "none"))
+        pool = [d for d in pool if d["id"] in wanted]
+    if not pool and not errors:
+        errors.append("fleet_hosts: no deployment has a node in the group (hosts: %s); point fleet_hosts at the group "
+                      "of the Sparks (spark_nodes)." % (_names(hosts) or "none"))
+    return pool, errors
+
+
+def run_argv(ansible_playbook, playbook_dir, dep, cli):
+    """The ansible-playbook command of one deployment's run (a list; ``cli`` is the fleet run's CLIARGS).
+
+    The run targets the deployment whole (``--limit`` to its members) with the playbook of its topology
+    (``single_spark.yml`` also gets ``-e single_spark_host=NAME``), and inherits the fleet run's inventories, Vault,
+    extra vars, connection, become, check and diff options and verbosity. Raises ValueError (one line) for an option
+    that prompts, which a run in the background cannot answer.
+    """
+    cli = cli or {}
+    for key, flag, instead in _PROMPTS:
+        if cli.get(key):
+            raise ValueError("%s: the runs of the deployments cannot prompt; use %s instead." % (flag, instead))
+    argv = [ansible_playbook]
+    for source in cli.get("inventory") or ():
+        argv += ["--inventory", str(source)]
+    for key, flag, kind in _PASSED:
+        value = cli.get(key)
+        if kind == "each":
+            for item in value or ():
+                argv += [flag, str(item)]
+        elif kind == "flag":
+            if value:
+                argv.append(flag)
+        elif value not in (None, ""):
+            argv += [flag, str(value)]
+    verbosity = int(cli.get("verbosity") or 0)
+    if verbosity:
+        argv.append("-" + "v" * min(verbosity, 6))
+    argv += ["--limit", ",".join(dep["members"])]
+    if dep["topology"] == "single_spark":
+        argv += ["--extra-vars", "single_spark_host=%s" % dep["members"][0]]
+    argv.append("%s/%s" % (playbook_dir.rstrip("/"), PLAYBOOKS[dep["topology"]]))
+    return argv
+
+
+def parse_output(text):
+    """The json stdout callback's document in a run's output ({} if none): the last JSON object that starts a line and
+    holds ``stats`` (other callbacks or warnings may print before or after it)."""
+    decoder = json.JSONDecoder()
+    found = {}
+    start = 0 if text.startswith("{") else text.find("\n{")
+    while start != -1:
+        begin = start if text[start] == "{" else start + 1
+        try:
+            document = decoder.raw_decode(text, begin)[0]
+        except ValueError:
+            document = None
+        if isinstance(document, dict) and "stats" in document:
+            found = document
+        start = text.find("\n{", begin)
+    return found
+
+
+def _message(result):
+    """A task result's message in one line (msg, else stderr's last line, else the result's keys)."""
+    msg = result.get("msg")
+    if not msg and result.get("stderr"):
+        msg = str(result["stderr"]).strip().splitlines()[-1:]
+        msg = msg[0] if msg else ""
+    if isinstance(msg, (list, dict)):
+        msg = str(msg)
+    text = " ".join(str(msg or "failed").split())
+    return text[:400]
+
+
+_RECAP = ("ok", "changed", "failures", "unreachable", "skipped", "rescued", "ignored")
+
+
+def summarize(dep, rc, document, stderr_tail="", check=False):
+    """One deployment's outcome from its run: exit code and the output of the json stdout callback (ansible.posix.json).
+
+    Returns ``{"id", "topology", "members", "head", "rc", "status" ("serving", "checked" or "failed"),
+    "hosts": {host: recap}, "failures": [{"host", "task", "msg", "unreachable"}], "deploy": [...]}``: the last
+    failed (or unreachable) task of each failed host, and the run's ``specdec_deploy`` stats (node -> its entry).
+    """
+    document = document if isinstance(document, dict) else {}
+    stats = document.get("stats") or {}
+    last = {}
+    for play in document.get("plays") or []:
+        for task in play.get("tasks") or []:
+            name = (task.get("task") or {}).get("name") or "?"
+            for host, result in (task.get("hosts") or {}).items():
+                if not isinstance(result, dict):
+                    continue
+                # A failed host stops at its fatal failure: its last failed result is the one that stopped it.
+                if result.get("unreachable") or result.get("failed"):
+                    last[host] = {"host": host, "task": name, "msg": _message(result),
+                                  "unreachable": bool(result.get("unreachable"))}
+    hosts = {}
+    failures = []
+    for host in dep["members"]:
+        recap = stats.get(host)
+        if not isinstance(recap, dict):
+            hosts[host] = None
+            continue
+        hosts[host] = {k: int(recap.get(k) or 0) for k in _RECAP}
+        if (hosts[host]["failures"] or hosts[host]["unreachable"]) and host in last:
+            failures.append(last[host])
+    bad = rc != 0 or any(r is None or r["failures"] or r["unreachable"] for r in hosts.values())
+    if bad and not failures:
+        tail = " ".join((stderr_tail or "").split())[-400:]
+        failures.append({"host": None, "task": None, "unreachable": False,
+                         "msg": "ansible-playbook exited %s%s" % (rc, (": " + tail) if tail else " before any task")})
+    custom = document.get("global_custom_stats") or {}
+    deploy = custom.get("specdec_deploy") if isinstance(custom, dict) else None
+    status = "failed" if bad else ("checked" if check else "serving")
+    return {"id": dep["id"], "topology": dep["topology"], "members": list(dep["members"]), "head": dep["head"],
+            "rc": rc, "status": status, "hosts": hosts, "failures": failures,
+            "changed": sum((r or {}).get("changed", 0) for r in hosts.values()),
+            "deploy": deploy if isinstance(deploy, dict) else {}}
+
+
+def not_run(dep, max_failures):
+    """The outcome of a deployment the run did not start: the failure budget was spent (it was left as it was)."""
+    return {"id": dep["id"], "topology": dep["topology"], "members": list(dep["members"]), "head": dep["head"],
+            "rc": None, "status": "not_run", "hosts": {h: None for h in dep["members"]}, "changed": 0, "deploy": {},
+            "failures": [],
+            "reason": "not started: more than %s deployment(s) failed (fleet_max_failures); it was left as it was"
+                      % max_failures}
+
+
+def verdict(outcomes):
+    """The fleet run's summary: ids serving, not serving and not run, and one message line per failed deployment."""
+    serving = [o["id"] for o in outcomes if o["status"] in ("serving", "checked")]
+    failed = [o["id"] for o in outcomes if o["status"] == "failed"]
+    skipped = [o["id"] for o in outcomes if o["status"] == "not_run"]
+    lines = []
+    for o in outcomes:
+        if o["status"] != "failed":
+            continue
+        why = "; ".join("".join(part + ": " for part in (f["host"], f["task"]) if part) + f["msg"]
+                        for f in o["failures"])
+        lines.append("%s (%s): %s" % (o["id"], _names(o["members"]), why))
+    if skipped:
+        lines.append("not started, the failure budget (fleet_max_failures) was spent; left as they were: %s"
+                     % _names(skipped))
+    msg = ("%d of %d deployments failed, the others were left as their runs left them (serving: %s):\n- %s"
+           % (len(failed), len(outcomes), _names(serving) or "none", "\n- ".join(lines))) if failed else (
+        "%d deployment(s): %s" % (len(outcomes), _names(serving)))
+    return {"serving": serving, "not_serving": failed, "not_run": skipped, "msg": msg}

@@ -94,10 +94,16 @@ PLAYBOOK_SETTINGS = {
     'status_http_timeout': {'type': 'int', 'default': 5},
     'status_require_serving': {'type': 'bool', 'default': False},
     'status_become': {'type': 'bool', 'default': False},
+    'fleet_hosts': {'type': 'str', 'default': 'spark_nodes'},
+    'fleet_deployments': {'type': 'list', 'elements': 'str', 'default': []},
+    'fleet_parallel': {'type': 'int', 'default': 0},
+    'fleet_max_failures': {'type': 'int', 'default': None},
+    'fleet_log_dir': {'type': 'path', 'default': 'specdec-fleet-logs'},
+    'fleet_report_path': {'type': 'path', 'default': 'specdec-fleet.json'},
 }
 # status_ is not listed: too common a word in other tools' variables to call every unknown status_* a typo.
 _PLAYBOOK_PREFIXES = {'preflight_': 'README.md (Preflight)', 'teardown_': 'playbooks/teardown.yml',
-                      'diagnose_': 'playbooks/diagnose.yml'}
+                      'diagnose_': 'playbooks/diagnose.yml', 'fleet_': 'playbooks/fleet.yml'}
 
 # Variables of other tools never checked here, even when they look like one of ours (first word).
 _FOREIGN_FIRST_WORDS = frozenset((
@@ -1034,6 +1040,10 @@ BOUNDS = {
     'diagnose_log_lines': _int_range(1, note='lines'),
     'status_http_timeout': _int_range(1, note='seconds'),
     'status_report_path': _non_empty('a file name for the JSON report, e.g. specdec-status.json'),
+    'fleet_parallel': _int_range(0, note='deployments at once; 0: all'),
+    'fleet_max_failures': _int_range(0, note='failed deployments before no more start; null: no limit'),
+    'fleet_log_dir': _non_empty('a directory for the runs\' output, e.g. specdec-fleet-logs'),
+    'fleet_report_path': _non_empty('a file name for the JSON report, e.g. specdec-fleet.json'),
 }
 
 

@@ -21,8 +21,9 @@ description:
     C(specdec_head_host), else its member in group C(spark_head), else its only member.
   - With O(topology=two_sparks) the members are the one pair the play holds (after C(--limit)). In today's layout
     (no C(specdec_deployment_id) in the play) that is the host of group C(spark_head) and the host of group
-    C(spark_workers), as before. A play holding several deployments, half a pair, or one Spark is refused; so far one
-    pair is deployed per run (C(--limit) to the pair's group). With O(topology=single_spark) the member is the one host
+    C(spark_workers), as before. A play holding several deployments, half a pair, or one Spark is refused; a run deploys
+    one pair (C(--limit) to the pair's group), and C(playbooks/fleet.yml) (M(sparkops.specdec.fleet_deploy)) runs one
+    such run per deployment. With O(topology=single_spark) the member is the one host
     of the play, and the deployment id its C(specdec_deployment_id), else its name.
   - Checks every variable each member node was given (inventory, group and host vars, extra vars) against the
     collection's roles (C(meta/argument_specs.yml)) for unknown or misspelt names under every prefix, near-miss prefixes,

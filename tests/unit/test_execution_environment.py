@@ -172,10 +172,10 @@ def copy_collection(tmp_path):
 def test_a_dependency_added_to_galaxy_yml_only_fails(tmp_path):
     root = copy_collection(tmp_path)
     galaxy = yaml.safe_load((root / "galaxy.yml").read_text())
-    galaxy["dependencies"]["ansible.posix"] = ">=1.5.0,<3.0.0"
+    galaxy["dependencies"]["ansible.utils"] = ">=5.0.0,<7.0.0"
     (root / "galaxy.yml").write_text(yaml.safe_dump(galaxy))
     problems = ee_problems(root, tmp_path / "work")[0]
-    assert "galaxy.yml dependency ansible.posix is not in the EE's Galaxy requirements" in problems
+    assert "galaxy.yml dependency ansible.utils is not in the EE's Galaxy requirements" in problems
 
 
 def test_a_python_requirement_the_ee_lacks_fails(tmp_path):

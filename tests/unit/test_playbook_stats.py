@@ -164,7 +164,7 @@ def test_benchmark_stats():
 
 def test_filters_are_registered():
     assert set(stats.FilterModule().filters()) == {"deploy_stats", "inventory_stats", "preflight_stats",
-                                                   "teardown_stats", "benchmark_stats"}
+                                                   "teardown_stats", "benchmark_stats", "fleet_stats"}
 
 
 def test_every_playbook_runs_non_interactively():

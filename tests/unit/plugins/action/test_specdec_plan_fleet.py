@@ -87,8 +87,8 @@ def test_example_fleet_single_spark_serves_its_own_preset_and_id():
 def test_example_fleet_unlimited_is_refused_with_one_line():
     result = plan(FLEET)
     assert problems(result) == [
-        "inventory: the play holds 3 deployments (pair-a, pair-b, spark-5); two_sparks.yml deploys one pair per run "
-        "for now: --limit to one (e.g. --limit <group>)."]
+        "inventory: the play holds 3 deployments (pair-a, pair-b, spark-5); two_sparks.yml deploys one pair: --limit to "
+        "one (e.g. --limit <group>), or deploy them all with playbooks/fleet.yml."]
     assert "plan" not in result
 
 

@@ -436,6 +436,13 @@ NEGATIVE_CASES = [
     ('status-report-path-empty', {'status_report_path': ' '}, 'status_report_path', 'is empty; set a file name'),
     ('status-require-not-bool', {'status_require_serving': 'maybe'}, 'status_require_serving', 'is not a boolean'),
     ('remove-netplan-not-bool', {'teardown_remove_netplan': 'ours'}, 'teardown_remove_netplan', 'is not a boolean'),
+    # --- fleet.yml ---
+    ('fleet-hosts-list', {'fleet_hosts': ['spark-1']}, 'fleet_hosts', 'is a list, not text'),
+    ('fleet-deployments-string', {'fleet_deployments': 'pair-a'}, 'fleet_deployments', 'is a string, not a list'),
+    ('fleet-parallel-negative', {'fleet_parallel': -1}, 'fleet_parallel', 'is out of range'),
+    ('fleet-max-failures-negative', {'fleet_max_failures': -1}, 'fleet_max_failures', 'is out of range'),
+    ('fleet-log-dir-empty', {'fleet_log_dir': ' '}, 'fleet_log_dir', 'is empty'),
+    ('fleet-report-path-empty', {'fleet_report_path': ''}, 'fleet_report_path', 'is empty'),
 ]
 
 

@@ -1,0 +1,169 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""Action plugin of sparkops.specdec.fleet_deploy: controller-side; the deployments' own runs contact the hosts.
+
+It cuts the inventory into deployments (module_utils/_fleet.py), runs each deployment's playbook
+(two_sparks.yml for a pair, single_spark.yml for a single Spark) as its own ansible-playbook process,
+several at once, and reports which deployments serve and which do not. The documentation is in
+plugins/modules/fleet_deploy.py.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import datetime
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+from ansible import context
+from ansible.errors import AnsibleError
+from ansible.plugins.action import ActionBase
+
+from ansible_collections.sparkops.specdec.plugins.module_utils import _fleet
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _files, _inventory
+
+_ARGS = frozenset(("hosts", "deployments", "parallel", "max_failures", "log_dir", "report_path", "ansible_playbook"))
+_PLAYBOOK_DIR = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "playbooks"))
+# The deployments' runs print the json stdout callback (their outcome is read from it, not from their prose).
+# ANSIBLE_SHOW_CUSTOM_STATS: the callback prints the runs' set_stats (specdec_deploy) only with it.
+_CHILD_ENV = {"ANSIBLE_STDOUT_CALLBACK": "ansible.posix.json", "ANSIBLE_SHOW_CUSTOM_STATS": "1", "ANSIBLE_NOCOLOR": "1",
+              "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_RETRY_FILES_ENABLED": "0"}
+
+
+def _ansible_playbook(given):
+    """The ansible-playbook to run: the option, else the one running this play, else the one on PATH."""
+    if given:
+        return given
+    here = os.path.join(os.path.dirname(os.path.abspath(sys.argv[0] or "")), "ansible-playbook")
+    if os.path.basename(sys.argv[0] or "") == "ansible-playbook" and os.access(here, os.X_OK):
+        return here
+    return shutil.which("ansible-playbook") or "ansible-playbook"
+
+
+def _run(argv, dep, log_dir, check):
+    """Run one deployment's playbook; its JSON output and stderr are kept in log_dir/<id>.json and .stderr."""
+    out_path = os.path.join(log_dir, "%s.json" % dep["id"])
+    err_path = os.path.join(log_dir, "%s.stderr" % dep["id"])
+    env = dict(os.environ, **_CHILD_ENV)
+    started = datetime.datetime.now(datetime.timezone.utc)
+    # 0600: a run's results are censored where a task says no_log, but they are the deployment's own business.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    with os.fdopen(os.open(out_path, flags, 0o600), "wb") as out, os.fdopen(os.open(err_path, flags, 0o600), "wb") as err:
+        rc = subprocess.call(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
+    seconds = (datetime.datetime.now(datetime.timezone.utc) - started).total_seconds()
+    with open(out_path, "rb") as f:
+        raw = f.read().decode("utf-8", "replace")
+    document = _fleet.parse_output(raw)
+    with open(err_path, "rb") as f:
+        tail = f.read()[-2000:].decode("utf-8", "replace")
+    outcome = _fleet.summarize(dep, rc, document, tail, check=check)
+    outcome["seconds"] = round(seconds, 1)
+    outcome["log"] = out_path
+    return outcome
+
+
+def _run_all(deployments, workers, max_failures, run_one):
+    """Run ``run_one(dep)`` for the deployments, ``workers`` at a time, in order; once more than ``max_failures`` (None:
+    no limit) have failed, start no more: those are returned as not run (untouched), in the deployments' order."""
+    outcomes = {}
+    failures = 0
+    pending = list(deployments)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+        running = {}
+        while pending or running:
+            while pending and len(running) < workers and (max_failures is None or failures <= max_failures):
+                dep = pending.pop(0)
+                running[pool.submit(run_one, dep)] = dep
+            if not running:
+                break
+            done = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED).done
+            for future in done:
+                dep = running.pop(future)
+                outcomes[dep["id"]] = future.result()
+                failures += outcomes[dep["id"]]["status"] == "failed"
+    for dep in pending:
+        outcomes[dep["id"]] = _fleet.not_run(dep, max_failures)
+    return [outcomes[d["id"]] for d in deployments]
+
+
+class ActionModule(ActionBase):
+    TRANSFERS_FILES = False
+    _requires_connection = False
+
+    def run(self, tmp=None, task_vars=None):
+        result = super().run(tmp, task_vars)
+        task_vars = task_vars or {}
+        args = _action.task_args(self, _ARGS)
+        hosts_group = args.get("hosts") or "spark_nodes"
+        wanted = args.get("deployments") or []
+        if isinstance(wanted, str) or not all(isinstance(w, str) for w in wanted):
+            raise AnsibleError("fleet_deployments: must be a list of deployment ids, got %r; e.g. [pair-a, spark-5]."
+                               % (wanted,))
+        try:
+            parallel = int(args.get("parallel") or 0)
+        except (TypeError, ValueError):
+            parallel = -1
+        if parallel < 0:
+            raise AnsibleError("fleet_parallel: must be a whole number >= 0 (0: every deployment at once), got %r."
+                               % (args.get("parallel"),))
+        max_failures = args.get("max_failures")
+        if max_failures is not None:
+            try:
+                max_failures = int(max_failures)
+            except (TypeError, ValueError):
+                max_failures = -1
+            if max_failures < 0:
+                raise AnsibleError("fleet_max_failures: must be a whole number >= 0 (failed deployments the run "
+                                   "accepts before it starts no more), or null for no limit; got %r."
+                                   % (args.get("max_failures"),))
+        log_dir = os.path.abspath(os.path.expanduser(str(args.get("log_dir") or "specdec-fleet-logs")))
+        report_path = os.path.abspath(os.path.expanduser(str(args.get("report_path") or "specdec-fleet.json")))
+
+        groups = task_vars.get("groups") or {}
+        if hosts_group not in groups:
+            raise AnsibleError("fleet_hosts: the inventory has no group %s; point it at the group of the Sparks "
+                               "(spark_nodes)." % hosts_group)
+        members = list(groups.get(hosts_group) or [])
+        fleet = _inventory.fleet(groups, members, task_vars["hostvars"], getattr(self, "_loader", None))
+        deployments, errors = _fleet.select(fleet, wanted, members)
+        check = bool(self._task.check_mode or self._play_context.check_mode)
+        cli = dict(context.CLIARGS)
+        cli["check"] = check
+        cli["diff"] = bool(self._task.diff if self._task.diff is not None else cli.get("diff"))
+        argvs = {}
+        if not errors:
+            for dep in deployments:
+                try:
+                    argvs[dep["id"]] = _fleet.run_argv(_ansible_playbook(args.get("ansible_playbook")), _PLAYBOOK_DIR,
+                                                       dep, cli)
+                except ValueError as exc:
+                    errors.append(str(exc))
+                    break
+        result["changed"] = False
+        result["deployments"] = []
+        if errors:
+            result["failed"] = True
+            result["msg"] = "Fleet: %d problem(s), no deployment was run:\n- %s" % (len(errors), "\n- ".join(errors))
+            return result
+
+        os.makedirs(log_dir, exist_ok=True)
+        workers = min(parallel or len(deployments), len(deployments))
+        outcomes = _run_all(deployments, workers, max_failures,
+                            lambda dep: _run(argvs[dep["id"]], dep, log_dir, check))
+        summary = _fleet.verdict(outcomes)
+        report = {"deployments": outcomes, "serving": summary["serving"], "not_serving": summary["not_serving"],
+                  "not_run": summary["not_run"], "max_failures": max_failures,
+                  "check_mode": check, "parallel": workers, "log_dir": log_dir}
+        os.makedirs(os.path.dirname(report_path), exist_ok=True)
+        _files.write_private(report_path, json.dumps(report, indent=2, sort_keys=True) + "\n", ".specdec-fleet.")
+        result.update(report)
+        result["report"] = report_path
+        result["changed"] = any(o["changed"] for o in outcomes)
+        if summary["not_serving"]:
+            result["failed"] = True
+        result["msg"] = summary["msg"]
+        return result

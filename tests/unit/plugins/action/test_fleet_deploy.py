@@ -1,0 +1,282 @@
+# -*- coding: utf-8 -*-
+"""fleet_deploy (playbooks/fleet.yml): every deployment of a fleet inventory runs as its own ansible-playbook process,
+several at once; a failing deployment fails alone and the result names it, the node, the task and the message.
+
+The inventory is loaded by ansible-core's own InventoryManager (the shipped inventories/example/fleet.yml); the
+deployments' runs are a stand-in ansible-playbook (a Python script) that records its argv and prints what the
+ansible.posix.json callback prints, so the parsing is tested on that format and the runs really are processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import stat
+import sys
+import textwrap
+import types
+
+import pytest
+
+from ansible.errors import AnsibleError
+from ansible.inventory.manager import InventoryManager
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar
+from ansible.vars.hostvars import HostVars
+from ansible.vars.manager import VariableManager
+
+from ansible_collections.sparkops.specdec.plugins.action import fleet_deploy
+from ansible_collections.sparkops.specdec.plugins.filter import stats
+from ansible_collections.sparkops.specdec.plugins.module_utils import _fleet
+
+ROOT = pathlib.Path(__file__).resolve().parents[4]
+FLEET = ROOT / "inventories" / "example" / "fleet.yml"
+TWO_NODES = ROOT / "tests" / "unit" / "fixtures" / "inventories" / "two_nodes.yml"
+
+# The stand-in ansible-playbook: appends its argv and start/end times to $FAKE_LOG, then behaves per the deployment it
+# was limited to ($FAKE_PLAN: limit -> {"rc", "fail": {host: [task, msg]}, "unreachable": [host], "sleep"}).
+FAKE = textwrap.dedent("""\
+    #!%s
+    import json, os, sys, time
+    argv = sys.argv[1:]
+    limit = argv[argv.index("--limit") + 1]
+    plan = json.load(open(os.environ["FAKE_PLAN"])).get(limit, {})
+    start = time.time()
+    time.sleep(plan.get("sleep", 0))
+    with open(os.environ["FAKE_LOG"], "a") as log:
+        log.write(json.dumps({"argv": argv, "start": start, "end": time.time(),
+                              "callback": os.environ.get("ANSIBLE_STDOUT_CALLBACK"),
+                              "custom_stats": os.environ.get("ANSIBLE_SHOW_CUSTOM_STATS")}) + "\\n")
+    hosts = limit.split(",")
+    tasks = [{"task": {"name": "Docker group"}, "hosts": {h: {"changed": True} for h in hosts}}]
+    stats = {h: {"ok": 5, "changed": 1, "failures": 0, "unreachable": 0, "skipped": 0, "rescued": 0, "ignored": 0}
+             for h in hosts}
+    for host, (task, msg) in plan.get("fail", {}).items():
+        tasks.append({"task": {"name": "ignored earlier"}, "hosts": {host: {"failed": True, "msg": "ignored"}}})
+        tasks.append({"task": {"name": task}, "hosts": {host: {"failed": True, "msg": msg}}})
+        stats[host]["failures"] = 1
+    for host in plan.get("unreachable", []):
+        tasks.append({"task": {"name": "Gathering"}, "hosts": {host: {"unreachable": True, "msg": "ssh: no route"}}})
+        stats[host]["unreachable"] = 1
+    if plan.get("garbage"):
+        sys.stderr.write("ERROR! the playbook could not be parsed\\n")
+        sys.exit(plan["rc"])
+    sys.stdout.write("[WARNING]: a warning before the document\\n")
+    # Like the json callback: set_stats are printed only with ANSIBLE_SHOW_CUSTOM_STATS.
+    shown = os.environ.get("ANSIBLE_SHOW_CUSTOM_STATS") == "1" and not plan.get("rc")
+    custom = {"specdec_deploy": {h: {"deployment": limit} for h in hosts}} if shown else {}
+    print(json.dumps({"plays": [{"play": {"name": "p"}, "tasks": tasks}], "stats": stats,
+                      "custom_stats": {}, "global_custom_stats": custom}))
+    sys.exit(plan.get("rc", 0))
+""") % sys.executable
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    script = tmp_path / "ansible-playbook"
+    script.write_text(FAKE)
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    plan_file = tmp_path / "plan.json"
+    log = tmp_path / "runs.jsonl"
+    monkeypatch.setenv("FAKE_PLAN", str(plan_file))
+    monkeypatch.setenv("FAKE_LOG", str(log))
+
+    def runs():
+        return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+    def set_plan(plan):
+        plan_file.write_text(json.dumps(plan))
+
+    set_plan({})
+    return types.SimpleNamespace(path=str(script), runs=runs, set_plan=set_plan, tmp=tmp_path)
+
+
+def run(source, fake, cli=None, check=False, **args):
+    loader = DataLoader()
+    inventory = InventoryManager(loader=loader, sources=[str(source)])
+    manager = VariableManager(loader=loader, inventory=inventory)
+    hostvars = HostVars(inventory=inventory, variable_manager=manager, loader=loader)
+    task_vars = {"inventory_hostname": "localhost", "groups": inventory.get_groups_dict(), "hostvars": hostvars}
+    args.setdefault("log_dir", str(fake.tmp / "logs"))
+    args.setdefault("report_path", str(fake.tmp / "fleet.json"))
+    args["ansible_playbook"] = fake.path
+    task = types.SimpleNamespace(args=args, check_mode=check, diff=None, async_val=0,
+                                 action="sparkops.specdec.fleet_deploy")
+    play_context = types.SimpleNamespace(check_mode=check)
+    connection = types.SimpleNamespace(_shell=types.SimpleNamespace(tmpdir=None))
+    action = fleet_deploy.ActionModule(task, connection, play_context, loader,
+                                       Templar(loader=loader, variables=task_vars), None)
+    cli = dict({"inventory": (str(source),), "extra_vars": ("@vars.yml",), "verbosity": 0}, **(cli or {}))
+    original = fleet_deploy.context.CLIARGS
+    fleet_deploy.context.CLIARGS = cli
+    try:
+        return action.run(task_vars=task_vars)
+    finally:
+        fleet_deploy.context.CLIARGS = original
+
+
+def by_limit(runs):
+    return {r["argv"][r["argv"].index("--limit") + 1]: r for r in runs}
+
+
+def test_every_deployment_runs_its_playbook_limited_to_its_nodes(fake):
+    result = run(FLEET, fake)
+    assert not result.get("failed"), result["msg"]
+    runs = by_limit(fake.runs())
+    assert set(runs) == {"spark-1,spark-2", "spark-3,spark-4", "spark-5"}
+    for limit, r in runs.items():
+        argv = r["argv"]
+        assert argv[:4] == ["--inventory", str(FLEET), "--extra-vars", "@vars.yml"]
+        assert r["callback"] == "ansible.posix.json" and r["custom_stats"] == "1"
+        assert "--check" not in argv and "--diff" not in argv
+    assert runs["spark-1,spark-2"]["argv"][-1].endswith("playbooks/two_sparks.yml")
+    assert runs["spark-5"]["argv"][-3:-1] == ["--extra-vars", "single_spark_host=spark-5"]
+    assert runs["spark-5"]["argv"][-1].endswith("playbooks/single_spark.yml")
+    assert os.path.isfile(runs["spark-5"]["argv"][-1])
+    assert result["serving"] == ["pair-a", "pair-b", "spark-5"] and result["not_serving"] == []
+    assert [d["status"] for d in result["deployments"]] == ["serving"] * 3
+    assert result["deployments"][2]["deploy"] == {"spark-5": {"deployment": "spark-5"}}
+    assert result["changed"] is True
+    report = json.loads(pathlib.Path(result["report"]).read_text())
+    assert report["serving"] == result["serving"]
+    assert stat.S_IMODE(os.stat(result["report"]).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(result["deployments"][0]["log"]).st_mode) == 0o600
+
+
+def test_runs_overlap_when_parallel_and_do_not_with_parallel_1(fake):
+    fake.set_plan({k: {"sleep": 0.6} for k in ("spark-1,spark-2", "spark-3,spark-4", "spark-5")})
+    run(FLEET, fake)
+    runs = sorted(fake.runs(), key=lambda r: r["start"])
+    assert runs[1]["start"] < runs[0]["end"] and runs[2]["start"] < runs[0]["end"]
+    (fake.tmp / "runs.jsonl").unlink()
+    result = run(FLEET, fake, parallel=1)
+    runs = sorted(fake.runs(), key=lambda r: r["start"])
+    assert all(b["start"] >= a["end"] for a, b in zip(runs, runs[1:]))
+    assert result["parallel"] == 1
+
+
+def test_a_failing_deployment_fails_alone_and_is_named(fake):
+    fake.set_plan({"spark-3,spark-4": {"rc": 2, "fail": {"spark-4": ["Start the container", "image not found"]}},
+                   "spark-5": {"rc": 4, "unreachable": ["spark-5"]}})
+    result = run(FLEET, fake)
+    assert result["failed"] is True
+    assert result["serving"] == ["pair-a"] and result["not_serving"] == ["pair-b", "spark-5"]
+    pair_b = result["deployments"][1]
+    assert pair_b["status"] == "failed" and pair_b["rc"] == 2
+    assert pair_b["failures"] == [{"host": "spark-4", "task": "Start the container", "msg": "image not found",
+                                   "unreachable": False}]
+    assert pair_b["hosts"]["spark-3"]["failures"] == 0 and pair_b["hosts"]["spark-4"]["failures"] == 1
+    assert result["deployments"][2]["failures"][0]["unreachable"] is True
+    lines = result["msg"].split("\n")
+    assert lines[0].startswith("2 of 3 deployments failed") and "serving: pair-a" in lines[0]
+    assert lines[1] == "- pair-b (spark-3, spark-4): spark-4: Start the container: image not found"
+    assert lines[2] == "- spark-5 (spark-5): spark-5: Gathering: ssh: no route"
+    shaped = stats.fleet_stats(result)
+    assert shaped["not_serving"] == ["pair-b", "spark-5"] and shaped["deployments"]["pair-a"]["status"] == "serving"
+    assert shaped["problems"] is None
+
+
+def test_a_spent_failure_budget_starts_no_more_and_leaves_the_rest_as_they_were(fake):
+    fake.set_plan({"spark-1,spark-2": {"rc": 2, "fail": {"spark-2": ["Restart the server", "no /health"]}}})
+    result = run(FLEET, fake, parallel=1, max_failures=0)
+    assert [r["argv"][r["argv"].index("--limit") + 1] for r in fake.runs()] == ["spark-1,spark-2"]
+    assert result["failed"] is True and result["not_serving"] == ["pair-a"]
+    assert result["not_run"] == ["pair-b", "spark-5"] and result["serving"] == []
+    assert [d["status"] for d in result["deployments"]] == ["failed", "not_run", "not_run"]
+    assert result["deployments"][1]["hosts"] == {"spark-3": None, "spark-4": None}
+    assert result["msg"].split("\n")[-1] == ("- not started, the failure budget (fleet_max_failures) was spent; left "
+                                             "as they were: pair-b, spark-5")
+    assert stats.fleet_stats(result)["not_run"] == ["pair-b", "spark-5"]
+    # A budget of one failure: the second deployment still starts, and the third once only one has failed.
+    (fake.tmp / "runs.jsonl").unlink()
+    result = run(FLEET, fake, parallel=1, max_failures=1)
+    assert len(fake.runs()) == 3 and result["not_run"] == [] and result["serving"] == ["pair-b", "spark-5"]
+
+
+def test_a_run_that_prints_no_document_is_reported_with_its_stderr(fake):
+    fake.set_plan({"spark-5": {"rc": 4, "garbage": True}})
+    result = run(FLEET, fake, deployments=["spark-5"])
+    assert [r["argv"][-1].rsplit("/", 1)[-1] for r in fake.runs()] == ["single_spark.yml"]
+    failure = result["deployments"][0]["failures"][0]
+    assert failure["host"] is None and failure["msg"].startswith("ansible-playbook exited 4: ERROR! the playbook")
+
+
+def test_check_and_diff_and_vault_pass_through_and_the_status_is_checked(fake):
+    result = run(FLEET, fake, check=True, deployments=["pair-a"],
+                 cli={"vault_password_files": ("/v/pw",), "diff": True, "verbosity": 2, "become": True})
+    (only,) = fake.runs()
+    argv = only["argv"]
+    assert argv[argv.index("--vault-password-file") + 1] == "/v/pw"
+    assert {"--check", "--diff", "--become", "-vv"} <= set(argv)
+    assert result["deployments"][0]["status"] == "checked" and result["serving"] == ["pair-a"]
+
+
+@pytest.mark.parametrize("args,cli,expected", [
+    ({"deployments": ["pair-c"]}, None, "fleet_deployments: pair-c is no deployment of the inventory (known: pair-a, "
+                                        "pair-b, spark-5)"),
+    ({}, {"ask_vault_pass": True}, "--ask-vault-pass: the runs of the deployments cannot prompt; use "
+                                   "--vault-password-file"),
+])
+def test_bad_input_runs_nothing(fake, args, cli, expected):
+    result = run(FLEET, fake, cli=cli, **args)
+    assert result["failed"] is True and result["deployments"] == []
+    assert result["msg"].startswith("Fleet: ") and expected in result["msg"], result["msg"]
+    assert fake.runs() == [] and not (fake.tmp / "fleet.json").exists()
+    assert stats.fleet_stats(result)["problems"] == result["msg"]
+
+
+def test_a_deployment_cut_by_the_group_runs_nothing(fake):
+    source = fake.tmp / "cut.yml"
+    source.write_text("all:\n  vars: {specdec_deployment_id: pair-x, specdec_head_host: a}\n"
+                      "  children:\n    spark_nodes:\n      hosts: {a: {}}\n    elsewhere:\n      hosts: {b: {}}\n")
+    result = run(source, fake)
+    assert result["msg"] == ("Fleet: 1 problem(s), no deployment was run:\n- fleet_hosts: deployment pair-x has b "
+                             "outside the group; put all its nodes in the group, or none.")
+    assert fake.runs() == []
+
+
+def test_bad_group_or_parallel_is_an_error(fake):
+    with pytest.raises(AnsibleError, match="fleet_hosts: the inventory has no group nodes"):
+        run(FLEET, fake, hosts="nodes")
+    with pytest.raises(AnsibleError, match="fleet_parallel: must be a whole number >= 0"):
+        run(FLEET, fake, parallel=-2)
+    with pytest.raises(AnsibleError, match="fleet_max_failures: must be a whole number >= 0"):
+        run(FLEET, fake, max_failures="some")
+    assert fake.runs() == []
+
+
+def test_todays_layout_is_one_pair(fake):
+    result = run(TWO_NODES, fake)
+    assert not result.get("failed"), result["msg"]
+    (only,) = fake.runs()
+    assert only["argv"][only["argv"].index("--limit") + 1] == "spark-1,spark-2"
+    assert only["argv"][-1].endswith("two_sparks.yml")
+
+
+# --- the pure parts -------------------------------------------------------------------------------------------------
+
+DEP = {"id": "pair-a", "topology": "two_sparks", "members": ["spark-1", "spark-2"], "head": "spark-1", "errors": []}
+
+
+def test_run_argv_passes_only_what_a_run_needs():
+    cli = {"inventory": ("inv/a.yml", "inv/b.yml"), "extra_vars": ("x=1", "@f.yml"), "subset": "spark-1",
+           "tags": ("t",), "forks": 50, "remote_user": "ops", "timeout": None, "check": False}
+    argv = _fleet.run_argv("/bin/ap", "/c/playbooks/", DEP, cli)
+    assert argv == ["/bin/ap", "--inventory", "inv/a.yml", "--inventory", "inv/b.yml", "--extra-vars", "x=1",
+                    "--extra-vars", "@f.yml", "--user", "ops", "--limit", "spark-1,spark-2",
+                    "/c/playbooks/two_sparks.yml"]
+
+
+def test_parse_output_finds_the_document_between_other_output():
+    doc = {"plays": [], "stats": {"a": {"ok": 1}}}
+    text = "[WARNING]: x {not json}\n" + json.dumps(doc, indent=4) + "\nTuesday 24 November 2026  00:10:00 +0000\n"
+    assert _fleet.parse_output(text) == doc
+    assert _fleet.parse_output(json.dumps(doc)) == doc
+    assert _fleet.parse_output("ERROR! no play\n") == {}
+    assert _fleet.parse_output('{"no": "stats"}\n') == {}
+
+
+def test_summarize_a_run_with_no_stats_for_a_member_is_failed():
+    outcome = _fleet.summarize(DEP, 0, {"stats": {"spark-1": {"ok": 1}}})
+    assert outcome["status"] == "failed" and outcome["hosts"]["spark-2"] is None
+    assert outcome["failures"][0]["msg"] == "ansible-playbook exited 0 before any task"
