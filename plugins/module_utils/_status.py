@@ -350,6 +350,7 @@ def _deployment_row(dep_id, newest, holders, views):
     engine = state.get("engine")
     problems, missing = [], {}
     nodes = {}
+    engine_ids = {}
     for host in members:
         view = views.get(host) or {"node": host, "reachable": False, "error": "not in this run (not in the play's "
                                    "hosts: add it, or drop --limit)", "records": []}
@@ -382,12 +383,18 @@ def _deployment_row(dep_id, newest, holders, views):
             # with sshd derived from it (another id), compared between the members below instead.
             problems.append("%s: the container runs image %s, the server was launched from %s"
                             % (host, c["image_id"][:19], running["image_id"][:19]))
+        # The engine image this member runs: its container's image when that is the deployment's image by name; else
+        # (a two-Spark container runs the image with sshd that each node derives from it, whose id differs between
+        # nodes that built it) the image id its own state file says its server was launched from.
+        if c.get("image") == desired.get("image") and c.get("image_id"):
+            engine_ids[host] = c["image_id"]
+        elif own_fp.get("image_id"):
+            engine_ids[host] = own_fp["image_id"]
         if record == "differs":
             problems.append("%s: its state file records another launch than the head's newest record" % host)
         elif record == "missing":
             problems.append("%s: no state file for deployment %s" % (host, dep_id))
-    image_ids = sorted({n["container"]["image_id"] for n in nodes.values()
-                        if n.get("container") and n["container"].get("image_id")})
+    image_ids = sorted(set(engine_ids.values()))
     if len(image_ids) > 1:
         problems.append("the members run different images (%s)" % ", ".join(i[:19] for i in image_ids))
 

@@ -305,8 +305,8 @@ def test_member_with_other_record_and_other_image_degrades():
 
 
 def test_pair_running_the_derived_sshd_image_serves():
-    # Two Sparks run <image>-sparkops-sshd (built FROM the image): another id than the launch's image id, the same on
-    # both members: serving. Different ids between the members are a problem.
+    # Two Sparks run <image>-sparkops-sshd (built FROM the image): another id than the launch's image id. Each node
+    # builds its own, so their ids may differ: what must match is the image each node's server was launched from.
     st = state(dep="pair-a", members=("spark-1", "spark-2"), engine="trtllm", method="eagle3", k=3, target=QWEN)
     derived = IMAGE + "-sparkops-sshd"
     probes = [probe_of(st, metrics_text=fixture("trtllm-prometheus-after.txt"))]
@@ -316,8 +316,14 @@ def test_pair_running_the_derived_sshd_image_serves():
     assert row["status"] == "serving" and row["problems"] == []
     facts["spark-2"] = node_fact("spark-2", [st], [], image_id="sha256:" + "c" * 64, image=derived, process=False)
     row = _status.build_rows(["spark-1", "spark-2"], None, facts)[0]
-    assert row["status"] == "degraded" and row["problems"] == [
-        "the members run different images (sha256:bbbbbbbbbbbb, sha256:cccccccccccc)"]
+    assert row["status"] == "serving" and row["problems"] == []
+    # The worker's server was launched from another engine image (its own state file says so).
+    other = copy.deepcopy(st)
+    other["running"]["launch"]["image_id"] = "sha256:" + "d" * 64
+    facts["spark-2"] = node_fact("spark-2", [other], [], image_id="sha256:" + "c" * 64, image=derived, process=False)
+    row = _status.build_rows(["spark-1", "spark-2"], None, facts)[0]
+    assert row["status"] == "degraded"
+    assert "the members run different images (sha256:aaaaaaaaaaaa, sha256:dddddddddddd)" in row["problems"]
 
 
 @pytest.mark.parametrize("health,models,problem", [
