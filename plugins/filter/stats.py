@@ -145,7 +145,7 @@ def fleet_stats(result):
         "deployments": deployments,
         "report_path": result.get("report"),
         # Problems found before any run (the inventory, the settings): no deployment ran.
-        "problems": result.get("msg") if result.get("failed") and not deployments else None,
+        "problems": result.get("msg") if not deployments else None,
     }
 
 

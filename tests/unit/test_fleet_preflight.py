@@ -28,6 +28,30 @@ def _run(playbook, limit, tmp_path, extra=None):
     return result, json.loads(result.stdout)
 
 
+def test_fleet_playbook_fails_naming_the_deployment_whose_node_is_lost(tmp_path):
+    """playbooks/fleet.yml end to end: spark-5's own run of single_spark.yml cannot reach its node (loopback, a closed
+    port): the fleet run fails (rc 2) and its set_stats name spark-5 as not serving, with the node unreachable."""
+    varsfile = tmp_path / "vars.json"
+    varsfile.write_text(json.dumps({"ansible_host": "127.0.0.1", "ansible_port": 9, "fleet_deployments": ["spark-5"],
+                                    "fleet_log_dir": str(tmp_path / "logs"),
+                                    "fleet_report_path": str(tmp_path / "fleet.json")}), encoding="utf-8")
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_SHOW_CUSTOM_STATS="1")
+    env.pop("HF_TOKEN", None)
+    cmd = [PLAYBOOK, "-i", str(FLEET), str(ROOT / "playbooks" / "fleet.yml"), "-e", "@" + str(varsfile)]
+    result = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 2, result.stdout[-3000:] + result.stderr[-2000:]
+    stats = json.loads(result.stdout)["global_custom_stats"]["specdec_fleet"]
+    assert stats["serving"] == [] and stats["not_serving"] == ["spark-5"] and stats["problems"] is None
+    (failure,) = stats["deployments"]["spark-5"]["failures"]
+    assert failure["host"] == "spark-5" and failure["unreachable"] is True
+    report = json.loads((tmp_path / "fleet.json").read_text())
+    assert report["deployments"][0]["rc"] == 4 and report["not_serving"] == ["spark-5"]
+    # Its run was single_spark.yml limited to spark-5, and it reached the deploy play (its preflight passed).
+    run = json.loads((tmp_path / "logs" / "spark-5.json").read_text())
+    assert [p["play"]["name"] for p in run["plays"]][-1] == "Serve speculative decoding on one Spark"
+
+
 def _plan_results(doc):
     task = doc["plays"][0]["tasks"][0]
     return task["hosts"]
@@ -48,8 +72,8 @@ def test_limit_to_one_pair_passes_the_preflight(limit, dep_id, members, tmp_path
 @pytest.mark.parametrize("limit,line", [
     ("spark-1", "- --limit: spark-1 is in the play but spark-2 of deployment pair-a is not; a pair deploys together: "
                 "--limit both (e.g. --limit pair_a group) or neither."),
-    (None, "- inventory: the play holds 3 deployments (pair-a, pair-b, spark-5); two_sparks.yml deploys one pair per "
-           "run for now: --limit to one (e.g. --limit <group>)."),
+    (None, "- inventory: the play holds 3 deployments (pair-a, pair-b, spark-5); two_sparks.yml deploys one pair: "
+           "--limit to one (e.g. --limit <group>), or deploy them all with playbooks/fleet.yml."),
 ])
 def test_two_sparks_refuses_half_a_pair_and_the_whole_fleet(limit, line, tmp_path):
     result, doc = _run("two_sparks", limit, tmp_path)
