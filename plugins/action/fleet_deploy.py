@@ -54,7 +54,8 @@ def _run(argv, dep, log_dir, check):
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
     with os.fdopen(os.open(out_path, flags, 0o600), "wb") as out, os.fdopen(os.open(err_path, flags, 0o600), "wb") as err:
         rc = subprocess.call(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
-    seconds = (datetime.datetime.now(datetime.timezone.utc) - started).total_seconds()
+    ended = datetime.datetime.now(datetime.timezone.utc)
+    seconds = (ended - started).total_seconds()
     with open(out_path, "rb") as f:
         raw = f.read().decode("utf-8", "replace")
     document = _fleet.parse_output(raw)
@@ -62,6 +63,8 @@ def _run(argv, dep, log_dir, check):
         tail = f.read()[-2000:].decode("utf-8", "replace")
     outcome = _fleet.summarize(dep, rc, document, tail, check=check)
     outcome["seconds"] = round(seconds, 1)
+    outcome["started_at"] = started.isoformat(timespec="milliseconds")
+    outcome["ended_at"] = ended.isoformat(timespec="milliseconds")
     outcome["log"] = out_path
     return outcome
 

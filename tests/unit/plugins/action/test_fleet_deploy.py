@@ -145,9 +145,12 @@ def test_every_deployment_runs_its_playbook_limited_to_its_nodes(fake):
 
 def test_runs_overlap_when_parallel_and_do_not_with_parallel_1(fake):
     fake.set_plan({k: {"sleep": 0.6} for k in ("spark-1,spark-2", "spark-3,spark-4", "spark-5")})
-    run(FLEET, fake)
+    result = run(FLEET, fake)
     runs = sorted(fake.runs(), key=lambda r: r["start"])
     assert runs[1]["start"] < runs[0]["end"] and runs[2]["start"] < runs[0]["end"]
+    # The report tells the overlap too (ISO times of the same clock compare as text).
+    deps = result["deployments"]
+    assert all(d["started_at"] < e["ended_at"] for d in deps for e in deps)
     (fake.tmp / "runs.jsonl").unlink()
     result = run(FLEET, fake, parallel=1)
     runs = sorted(fake.runs(), key=lambda r: r["start"])
