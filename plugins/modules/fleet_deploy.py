@@ -129,7 +129,7 @@ deployments:
     deploy: {description: 'Its run''s C(specdec_deploy) stats: node -> deployment, role, endpoint, model, method.', type: dict}
     seconds: {description: Wall time of its run (seconds)., type: float}
     started_at: {description: 'When its run started (UTC, ISO 8601): runs that overlap ran in parallel.', type: str}
-    ended_at: {description: When its run ended (UTC, ISO 8601)., type: str}
+    ended_at: {description: 'When its run ended (UTC, ISO 8601).', type: str}
     log: {description: Path of its run's JSON output on the controller., type: str}
 serving:
   description: Ids of the deployments whose runs succeeded.
