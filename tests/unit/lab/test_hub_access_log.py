@@ -56,8 +56,15 @@ def _get(url, method="GET", headers=None):
         return exc.code, exc.read()
 
 
-def _entries(log):
-    return [json.loads(line) for line in log.read_text().splitlines()]
+def _entries(log, at_least=0, timeout=10.0):
+    """The log's entries; with ``at_least``, first wait (up to ``timeout`` s) until it has that many. The hub writes a
+    request's line after it has sent the response, so the client can read the file before the last line is there."""
+    deadline = time.time() + timeout
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    while len(entries) < at_least and time.time() < deadline:
+        time.sleep(0.05)
+        entries = [json.loads(line) for line in log.read_text().splitlines()]
+    return entries
 
 
 def test_every_request_is_one_json_line(served):
@@ -75,9 +82,16 @@ def test_every_request_is_one_json_line(served):
     assert _get("%s/%s/resolve/main/no-such-file" % (url, REPO))[0] == 404
     assert _get("%s/api/whoami-v2" % url, headers={"Authorization": "Bearer hf_wrong"})[0] == 401
 
-    entries = _entries(log)
-    assert [(e["method"], e["status"]) for e in entries] == [
-        ("GET", 200), ("HEAD", 200), ("GET", 200), ("GET", 206), ("GET", 404), ("GET", 401)]
+    entries = _entries(log, at_least=6)
+    # One line per request; a handler thread writes its line after its response, so lines of requests in quick
+    # succession may swap places: they are matched by what they record, not by their position.
+    assert sorted((e["method"], e["status"], e["path"]) for e in entries) == sorted([
+        ("GET", 200, "/api/models/%s" % REPO), ("HEAD", 200, "/%s/resolve/main/%s" % (REPO, name)),
+        ("GET", 200, "/%s/resolve/main/%s" % (REPO, name)), ("GET", 206, "/%s/resolve/main/%s" % (REPO, name)),
+        ("GET", 404, "/%s/resolve/main/no-such-file" % REPO), ("GET", 401, "/api/whoami-v2")])
+    by = {(e["method"], e["status"], e["path"].startswith("/api/")): e for e in entries}
+    entries = [by[("GET", 200, True)], by[("HEAD", 200, False)], by[("GET", 200, False)], by[("GET", 206, False)],
+               by[("GET", 404, False)], by[("GET", 401, True)]]
     assert all(set(e) == {"time", "client", "method", "path", "status", "bytes", "user", "range"} for e in entries)
     assert all(re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$", e["time"]) for e in entries)
     assert {e["client"] for e in entries} == {"127.0.0.1"}
@@ -94,13 +108,15 @@ def test_every_request_is_one_json_line(served):
 def test_log_is_appended_across_restarts(tmp_path):
     hub = _load()
     log = tmp_path / "access.jsonl"
-    for _round in range(2):
+    for done in range(2):
         state = hub.HubState(str(HUB_DIR / "repos.json"), None, None, None)
         server = hub.make_server("127.0.0.1", 0, state, str(log))
         thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         thread.start()
         try:
             assert _get("http://127.0.0.1:%d/healthz" % server.server_address[1])[0] == 200
+            # Its line is written after the response: let the handler write it before the log is closed.
+            assert len(_entries(log, at_least=done + 1)) == done + 1
         finally:
             server.shutdown()
             server.server_close()
@@ -131,9 +147,7 @@ def test_aborted_download_is_logged_with_the_bytes_sent(served):
         while got < 1 << 20:
             got += len(sock.recv(65536))
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")  # RST on close
-    deadline = time.time() + 20
-    while time.time() < deadline and len(_entries(log)) < 2:
-        time.sleep(0.1)
-    entry = _entries(log)[-1]
-    assert entry["path"].endswith("/resolve/main/" + big["rfilename"]) and entry["status"] == 200
+    # The file's line (the API request's line may be written after it: each handler logs after its response).
+    (entry,) = [e for e in _entries(log, at_least=2, timeout=20) if e["path"].endswith("/resolve/main/" + big["rfilename"])]
+    assert entry["status"] == 200
     assert (1 << 20) - 65536 <= entry["bytes"] < big["size"]
