@@ -44,6 +44,17 @@ def _ansible_playbook(given):
     return shutil.which("ansible-playbook") or "ansible-playbook"
 
 
+def _whole_number(value, message):
+    """``value`` as an int >= 0; an AnsibleError with ``message`` (a format with the given value) otherwise."""
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        number = -1
+    if number < 0:
+        raise AnsibleError(message % (value,))
+    return number
+
+
 def _run(argv, dep, log_dir, check):
     """Run one deployment's playbook; its JSON output and stderr are kept in log_dir/<id>.json and .stderr."""
     out_path = os.path.join(log_dir, "%s.json" % dep["id"])
@@ -106,23 +117,13 @@ class ActionModule(ActionBase):
         if isinstance(wanted, str) or not all(isinstance(w, str) for w in wanted):
             raise AnsibleError("fleet_deployments: must be a list of deployment ids, got %r; e.g. [pair-a, spark-5]."
                                % (wanted,))
-        try:
-            parallel = int(args.get("parallel") or 0)
-        except (TypeError, ValueError):
-            parallel = -1
-        if parallel < 0:
-            raise AnsibleError("fleet_parallel: must be a whole number >= 0 (0: every deployment at once), got %r."
-                               % (args.get("parallel"),))
+        parallel = _whole_number(args.get("parallel") or 0, "fleet_parallel: must be a whole number >= 0 (0: every "
+                                 "deployment at once), got %r.")
         max_failures = args.get("max_failures")
         if max_failures is not None:
-            try:
-                max_failures = int(max_failures)
-            except (TypeError, ValueError):
-                max_failures = -1
-            if max_failures < 0:
-                raise AnsibleError("fleet_max_failures: must be a whole number >= 0 (failed deployments the run "
-                                   "accepts before it starts no more), or null for no limit; got %r."
-                                   % (args.get("max_failures"),))
+            max_failures = _whole_number(max_failures, "fleet_max_failures: must be a whole number >= 0 (failed "
+                                         "deployments the run accepts before it starts no more), or null for no "
+                                         "limit; got %r.")
         log_dir = os.path.abspath(os.path.expanduser(str(args.get("log_dir") or "specdec-fleet-logs")))
         report_path = os.path.abspath(os.path.expanduser(str(args.get("report_path") or "specdec-fleet.json")))
 
@@ -139,10 +140,10 @@ class ActionModule(ActionBase):
         cli["diff"] = bool(self._task.diff if self._task.diff is not None else cli.get("diff"))
         argvs = {}
         if not errors:
+            ansible_playbook = _ansible_playbook(args.get("ansible_playbook"))
             for dep in deployments:
                 try:
-                    argvs[dep["id"]] = _fleet.run_argv(_ansible_playbook(args.get("ansible_playbook")), _PLAYBOOK_DIR,
-                                                       dep, cli)
+                    argvs[dep["id"]] = _fleet.run_argv(ansible_playbook, _PLAYBOOK_DIR, dep, cli)
                 except ValueError as exc:
                     errors.append(str(exc))
                     break

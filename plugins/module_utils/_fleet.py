@@ -330,11 +330,17 @@ def _message(result):
 _RECAP = ("ok", "changed", "failures", "unreachable", "skipped", "rescued", "ignored")
 
 
+def _outcome(dep, **fields):
+    """A deployment's outcome: what names it (id, topology, members, head) and ``fields``."""
+    return dict({"id": dep["id"], "topology": dep["topology"], "members": list(dep["members"]), "head": dep["head"]},
+                **fields)
+
+
 def summarize(dep, rc, document, stderr_tail="", check=False):
     """One deployment's outcome from its run: exit code and the output of the json stdout callback (ansible.posix.json).
 
     Returns ``{"id", "topology", "members", "head", "rc", "status" ("serving", "checked" or "failed"),
-    "hosts": {host: recap}, "failures": [{"host", "task", "msg", "unreachable"}], "deploy": [...]}``: the last
+    "hosts": {host: recap}, "failures": [{"host", "task", "msg", "unreachable"}], "changed", "deploy"}``: the last
     failed (or unreachable) task of each failed host, and the run's ``specdec_deploy`` stats (node -> its entry).
     """
     document = document if isinstance(document, dict) else {}
@@ -368,19 +374,17 @@ def summarize(dep, rc, document, stderr_tail="", check=False):
     custom = document.get("global_custom_stats") or {}
     deploy = custom.get("specdec_deploy") if isinstance(custom, dict) else None
     status = "failed" if bad else ("checked" if check else "serving")
-    return {"id": dep["id"], "topology": dep["topology"], "members": list(dep["members"]), "head": dep["head"],
-            "rc": rc, "status": status, "hosts": hosts, "failures": failures,
-            "changed": sum((r or {}).get("changed", 0) for r in hosts.values()),
-            "deploy": deploy if isinstance(deploy, dict) else {}}
+    return _outcome(dep, rc=rc, status=status, hosts=hosts, failures=failures,
+                    changed=sum((r or {}).get("changed", 0) for r in hosts.values()),
+                    deploy=deploy if isinstance(deploy, dict) else {})
 
 
 def not_run(dep, max_failures):
     """The outcome of a deployment the run did not start: the failure budget was spent (it was left as it was)."""
-    return {"id": dep["id"], "topology": dep["topology"], "members": list(dep["members"]), "head": dep["head"],
-            "rc": None, "status": "not_run", "hosts": {h: None for h in dep["members"]}, "changed": 0, "deploy": {},
-            "failures": [],
-            "reason": "not started: more than %s deployment(s) failed (fleet_max_failures); it was left as it was"
-                      % max_failures}
+    return _outcome(dep, rc=None, status="not_run", hosts={h: None for h in dep["members"]}, changed=0, deploy={},
+                    failures=[],
+                    reason="not started: more than %s deployment(s) failed (fleet_max_failures); it was left as it was"
+                           % max_failures)
 
 
 def verdict(outcomes):

@@ -10,6 +10,7 @@ the recorded chunk times are checked by ORDER and count, never by duration."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
@@ -139,10 +140,10 @@ def make_handler(fake):
     return Handler
 
 
-@pytest.fixture
-def server():
-    fake = Fake()
-    httpd = ThreadingHTTPServer(('127.0.0.1', 0), make_handler(fake))
+@contextlib.contextmanager
+def serving(fake, handler):
+    """Serve ``handler`` on a loopback port in a thread while the block runs; ``fake.url`` is its base URL."""
+    httpd = ThreadingHTTPServer(('127.0.0.1', 0), handler)
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     fake.url = 'http://127.0.0.1:%d' % httpd.server_address[1]
@@ -151,6 +152,13 @@ def server():
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+@pytest.fixture
+def server():
+    fake = Fake()
+    with serving(fake, make_handler(fake)):
+        yield fake
 
 
 def fixture_text(name):

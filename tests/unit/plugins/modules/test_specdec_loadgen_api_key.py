@@ -6,8 +6,6 @@ the benchmark's load generator sends specdec_server_api_key on every request and
 from __future__ import annotations
 
 import json
-import threading
-from http.server import ThreadingHTTPServer
 
 import pytest
 
@@ -44,15 +42,8 @@ def keyed_server():
             if not self._refuse():
                 base.do_POST(self)
 
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Keyed)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    fake.url = "http://127.0.0.1:%d" % httpd.server_address[1]
-    try:
+    with tl.serving(fake, Keyed):
         yield fake
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def test_every_request_carries_the_key_and_the_result_does_not(keyed_server):
