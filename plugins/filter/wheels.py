@@ -6,8 +6,6 @@
 - ``ansible_facts | sparkops.specdec.node_wheel_target(libc, requirement)``: the node's wheel platform (architecture,
   Python, glibc, manylinux tags), the pinned version and a cache key, from the node's facts and
   ``getconf GNU_LIBC_VERSION``.
-- ``target | sparkops.specdec.node_wheel_download_argv(python, requirement, dest)``: the controller's
-  ``pip download`` argv for that platform (the requirement and pip itself, binary wheels only).
 - ``file_names | sparkops.specdec.node_wheels(target, requirement, setting, directory)``: the wheels of a
   controller directory the node can install, and the pip wheel it runs.
 
@@ -36,10 +34,6 @@ def node_wheel_target(facts, libc, requirement):
     return target
 
 
-def node_wheel_download_argv(target, python, requirement, dest):
-    return _wheels.pip_download_argv(target, python, requirement, dest)
-
-
 def node_wheels(names, target, requirement, setting="specdec_server_wheel_dir", directory=""):
     try:
         return _wheels.select_wheels(names, target, requirement, setting, directory)
@@ -51,6 +45,5 @@ class FilterModule(object):
     def filters(self):
         return {
             "node_wheel_target": node_wheel_target,
-            "node_wheel_download_argv": node_wheel_download_argv,
             "node_wheels": node_wheels,
         }
