@@ -19,7 +19,7 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _inventory
-from ansible_collections.sparkops.specdec.plugins.module_utils import _fleet, _plan, _secrets, _settings
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _fleet, _plan, _secrets, _settings
 
 _ARGS = frozenset(("topology", "commits", "downloads", "image", "state", "server_running", "probe", "allow_restart"))
 # Settings that must be the same on every member of a deployment (the server's and the shared
@@ -266,7 +266,10 @@ class ActionModule(ActionBase):
                     info = None
                 if isinstance(info, dict) and info.get("id"):
                     ids[host] = info["id"]
-            errors += _plan.check_same_image(ids, settings.get("trtllm_container_image"))
+            # Normally refused earlier, by the trtllm_container role right after the pull (the same function).
+            line = _container.same_image_problem(ids, settings.get("trtllm_container_image"), consequence="")
+            if line:
+                errors.append(line)
             for line in _plan.check_fabric(members, lambda h: dict(defaults, **user.get(h, {})), addresses):
                 if line not in errors:
                     errors.append(line)

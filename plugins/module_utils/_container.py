@@ -587,24 +587,33 @@ def _image_id(value):
     return str(value.get("Id") or "")
 
 
-def same_image_problem(images, image, setting="trtllm_container_image"):
+NOTHING_CHANGED = "Nothing was changed (no container recreated, no server stopped)."
+
+
+def same_image_problem(images, image, setting="trtllm_container_image", consequence=NOTHING_CHANGED):
     """The one-line refusal when the nodes of one deployment hold different images under ``image``, else "".
 
-    images: node -> its image (an id, a docker image inspect, or the docker_image result with ``image``), in the
-    deployment's order; nodes without an image (check mode, not pulled yet) are left out. TP=2 ranks must run one
-    engine build: the line names every node with its full id, and the fix."""
+    The one comparison of the collection: the trtllm_container role after the pull (filter trtllm_image_problems),
+    the plan (specdec_plan, from the trtllm_container_image_info facts) and the preflight's ``same_image`` row all
+    call it. images: node -> its image (an id, a docker image inspect, or the docker_image result with ``image``), in
+    the deployment's order; nodes without an image (check mode, not pulled yet) are left out. TP=2 ranks must run one
+    engine build: the line names every node with its full id, and the fix, then ``consequence`` (what the caller did
+    not do; "" for a report that changes nothing anyway)."""
     ids = [(str(host), _image_id(value)) for host, value in (images or {}).items()]
     ids = [(host, iid) for host, iid in ids if iid]
     if len(set(iid for _host, iid in ids)) < 2:
         return ""
-    pinned = image_reference(image, setting)["pinned"]
+    try:
+        pinned = image_reference(image, setting)["pinned"]
+    except ContainerError:  # a malformed digest has its own refusal (image_reference); the advice to pin still fits
+        pinned = False
     fix = "on the node whose image is not the one you want, docker tag the right image as %s (or docker image rm it " \
           "and re-run: the role pulls or loads it again)" % image
     if not pinned:
         fix += ", and pin it by digest (%s: repo@sha256:...) so that every node pulls the same image" % setting
-    return ("%s: the nodes of this deployment hold different images under %s (%s); TP=2 ranks must run one engine "
-            "build: %s. Nothing was changed (no container recreated, no server stopped)."
-            % (setting, image, ", ".join("%s: %s" % hi for hi in ids), fix))
+    line = ("%s: the nodes of this deployment hold different images under %s (%s); TP=2 ranks must run one engine "
+            "build: %s." % (setting, image, ", ".join("%s: %s" % hi for hi in ids), fix))
+    return "%s %s" % (line, consequence) if consequence else line
 
 
 # ---------------------------------------------------------------------------------------------

@@ -644,16 +644,6 @@ def _argv_llamacpp(dep, r, paths, errors):
 TUNED_KEYS = ("engine", "target_model", "draft_model", "method", "max_draft_len")
 
 
-def check_same_image(image_ids, image):
-    """One line when the members of a deployment hold different images under ``image`` (TP=2 ranks must run the same
-    engine build); [] otherwise. ``image_ids``: member -> image id (members without facts are left out)."""
-    if len(set(image_ids.values())) < 2:
-        return []
-    return ["trtllm_container_image: the nodes hold different images for %s (%s); TP=2 ranks must run the same "
-            "build: load or pull the same image on every node, or pin it by digest (name@sha256:...)."
-            % (image, ", ".join("%s: %s" % (h, str(i)[:19]) for h, i in sorted(image_ids.items())))]
-
-
 def check_tuned(tuned):
     """Problems of a tuned record (the tuner's pick as the state file keeps it); [] when it is usable."""
     if not isinstance(tuned, dict):

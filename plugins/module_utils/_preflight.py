@@ -30,7 +30,7 @@ import ipaddress
 import json
 import re
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _nccl, _settings
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _nccl, _settings
 
 STATUSES = ("pass", "warn", "fail", "skip")
 
@@ -486,9 +486,9 @@ def check_same_image(node, probe, ctx):
            for h in ctx["hosts"] if h in ctx["probes"]]
     ids += [(h, "") for h in ctx["hosts"] if h not in ctx["probes"]]
     by_node = "image ids: " + ", ".join("%s=%s" % (h, i) for h, i in ids)
-    present = {i for _h, i in ids if i}
-    if len(present) > 1:
-        return "fail", "different images named %s: %s" % (image, by_node)
+    problem = _container.same_image_problem(dict(ids), image, consequence="")  # the deploy's own comparison and line
+    if problem:
+        return "fail", problem
     if any(not i for _h, i in ids):
         return "skip", "skipped, not on every node yet: " + by_node
     return "pass", by_node

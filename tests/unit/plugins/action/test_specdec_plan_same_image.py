@@ -7,7 +7,7 @@ from __future__ import annotations
 import types
 
 from ansible_collections.sparkops.specdec.plugins.action import specdec_plan
-from ansible_collections.sparkops.specdec.plugins.module_utils import _plan
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container
 
 IMAGE = "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12"
 
@@ -34,15 +34,18 @@ def run(ids):
 
 def test_different_image_ids_are_refused_with_both_named():
     result = run({"spark-1": "sha256:" + "a" * 64, "spark-2": "sha256:" + "b" * 64})
-    line = [e for e in result["msg"].splitlines() if "trtllm_container_image: the nodes hold different images" in e]
+    line = [e for e in result["msg"].splitlines()
+            if "trtllm_container_image: the nodes of this deployment hold different images under %s" % IMAGE in e]
     assert result["failed"] and len(line) == 1
-    assert "spark-1: sha256:aaaaaaaaaaaa" in line[0] and "spark-2: sha256:bbbbbbbbbbbb" in line[0]
-    assert "name@sha256" in line[0]
+    assert "(spark-1: sha256:%s, spark-2: sha256:%s)" % ("a" * 64, "b" * 64) in line[0]
+    assert "pin it by digest" in line[0]
+    # The trtllm_container role's line without its "Nothing was changed" (the plan's header says so for the run).
+    assert line[0] == "- " + _container.same_image_problem(
+        {"spark-1": "sha256:" + "a" * 64, "spark-2": "sha256:" + "b" * 64}, IMAGE, consequence="")
 
 
 def test_same_image_or_missing_facts_pass_this_check():
     for ids in ({"spark-1": "sha256:" + "a" * 64, "spark-2": "sha256:" + "a" * 64}, {"spark-1": "sha256:" + "a" * 64},
                 {}):
         result = run(ids)
-        assert "the nodes hold different images" not in result.get("msg", ""), ids
-    assert _plan.check_same_image({"a": "x", "b": "x"}, IMAGE) == []
+        assert "hold different images" not in result.get("msg", ""), ids

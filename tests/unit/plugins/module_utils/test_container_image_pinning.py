@@ -117,6 +117,10 @@ def test_different_image_ids_are_one_line_naming_both_nodes_both_ids_and_the_fix
     assert "spark-1: %s, spark-2: %s" % (ID_A, ID_B) in line
     assert "docker tag the right image as %s:1.3.0rc12" % REPO in line and "pin it by digest" in line
     assert line.endswith("Nothing was changed (no container recreated, no server stopped).")
+    # The plan and the preflight report say it without the role's consequence: the same comparison and line.
+    bare = c.same_image_problem({"spark-1": {"image": PULLED}, "spark-2": {"image": LOCAL}}, REPO + ":1.3.0rc12",
+                                consequence="")
+    assert line == bare + " " + c.NOTHING_CHANGED and bare.endswith("so that every node pulls the same image.")
     # a pinned reference is not told to pin itself
     assert "pin it by digest" not in c.same_image_problem({"a": ID_A, "b": ID_B}, PINNED)
 

@@ -222,7 +222,9 @@ NODE_FAULTS = [
     ("image-missing-here", "spark-2", {"image": (1, "", "Error: No such image")}, {},
      "same_image", "skip", ["skipped: %s is not on this node yet" % IMAGE]),
     ("image-differs", "spark-1", {"image": (0, image_json("sha256:" + "b" * 64), "")}, {},
-     "same_image", "fail", ["different images named %s: image ids: spark-1=sha256:bbb" % IMAGE]),
+     "same_image", "fail", ["trtllm_container_image: the nodes of this deployment hold different images under %s "
+                            "(spark-1: sha256:%s, spark-2: %s); TP=2 ranks must run one engine build" % (IMAGE, "b" * 64,
+                                                                                              IMAGE_ID)]),
     ("no-meminfo", "spark-1", {"meminfo": (1, "", "cat: /proc/meminfo: Permission denied")}, {},
      "mem_available", "skip", ["MemAvailable unknown", "Permission denied"]),
     ("low-mem-available", "spark-2", {"meminfo": (0, "MemAvailable:   1024 kB\n", "")}, {},
