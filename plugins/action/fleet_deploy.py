@@ -23,7 +23,7 @@ from ansible import context
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _fleet
+from ansible_collections.sparkops.specdec.plugins.module_utils import _fleet, _settings
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _files, _inventory
 
 _ARGS = frozenset(("hosts", "deployments", "parallel", "max_failures", "log_dir", "report_path", "ansible_playbook"))
@@ -42,17 +42,6 @@ def _ansible_playbook(given):
     if os.path.basename(sys.argv[0] or "") == "ansible-playbook" and os.access(here, os.X_OK):
         return here
     return shutil.which("ansible-playbook") or "ansible-playbook"
-
-
-def _whole_number(value, message):
-    """``value`` as an int >= 0; an AnsibleError with ``message`` (a format with the given value) otherwise."""
-    try:
-        number = int(value)
-    except (TypeError, ValueError):
-        number = -1
-    if number < 0:
-        raise AnsibleError(message % (value,))
-    return number
 
 
 def _run(argv, dep, log_dir, check):
@@ -112,20 +101,21 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         task_vars = task_vars or {}
         args = _action.task_args(self, _ARGS)
-        hosts_group = args.get("hosts") or "spark_nodes"
-        wanted = args.get("deployments") or []
-        if isinstance(wanted, str) or not all(isinstance(w, str) for w in wanted):
-            raise AnsibleError("fleet_deployments: must be a list of deployment ids, got %r; e.g. [pair-a, spark-5]."
-                               % (wanted,))
-        parallel = _whole_number(args.get("parallel") or 0, "fleet_parallel: must be a whole number >= 0 (0: every "
-                                 "deployment at once), got %r.")
-        max_failures = args.get("max_failures")
-        if max_failures is not None:
-            max_failures = _whole_number(max_failures, "fleet_max_failures: must be a whole number >= 0 (failed "
-                                         "deployments the run accepts before it starts no more), or null for no "
-                                         "limit; got %r.")
-        log_dir = os.path.abspath(os.path.expanduser(str(args.get("log_dir") or "specdec-fleet-logs")))
-        report_path = os.path.abspath(os.path.expanduser(str(args.get("report_path") or "specdec-fleet.json")))
+        # Types and ranges: _settings' rules for fleet.yml's settings (the same lines as for an inventory value).
+        given = {"fleet_%s" % name: args[name] for name in ("hosts", "deployments", "parallel", "log_dir", "report_path")
+                 if args.get(name) is not None}
+        given["fleet_max_failures"] = args.get("max_failures")
+        settings, problems = _settings.check_playbook_values(given)
+        if problems:
+            result.update(changed=False, deployments=[], failed=True,
+                          msg="Fleet: %d problem(s), no deployment was run:\n- %s" % (len(problems), "\n- ".join(problems)))
+            return result
+        hosts_group = settings.get("fleet_hosts") or "spark_nodes"
+        wanted = settings.get("fleet_deployments") or []
+        parallel = settings.get("fleet_parallel") or 0
+        max_failures = settings.get("fleet_max_failures")
+        log_dir = os.path.abspath(os.path.expanduser(settings.get("fleet_log_dir") or "specdec-fleet-logs"))
+        report_path = os.path.abspath(os.path.expanduser(settings.get("fleet_report_path") or "specdec-fleet.json"))
 
         groups = task_vars.get("groups") or {}
         if hosts_group not in groups:

@@ -1040,8 +1040,10 @@ BOUNDS = {
     'diagnose_log_lines': _int_range(1, note='lines'),
     'status_http_timeout': _int_range(1, note='seconds'),
     'status_report_path': _non_empty('a file name for the JSON report, e.g. specdec-status.json'),
-    'fleet_parallel': _int_range(0, note='deployments at once; 0: all'),
-    'fleet_max_failures': _int_range(0, note='failed deployments before no more start; null: no limit'),
+    # fleet.yml's settings reach the fleet_deploy action as its options: it checks them with check_playbook_values.
+    'fleet_parallel': _int_range(0, note='deployments at once; 0: every deployment at once'),
+    'fleet_max_failures': _int_range(0, note='failed deployments the run accepts before it starts no more; '
+                                             'null: no limit'),
     'fleet_log_dir': _non_empty('a directory for the runs\' output, e.g. specdec-fleet-logs'),
     'fleet_report_path': _non_empty('a file name for the JSON report, e.g. specdec-fleet.json'),
 }
@@ -1267,6 +1269,25 @@ def check_settings(settings: dict, specs: dict, *, results=RESULTS, context=None
     effective = {k: v for k, v in effective.items() if v is not _BAD}
     problems.extend(_cross(effective, context))
     return sorted(set(_one_line(p) for p in problems))
+
+
+def check_playbook_values(values: dict) -> tuple[dict, list[str]]:
+    """Types and bounds of playbook settings given directly, e.g. as an action's options (fleet_deploy gets fleet.yml's
+    settings so): (the coerced values of the good ones, the problems one line each, sorted). The same rules and lines
+    as check_settings gives for the same values in an inventory; a name that is not in PLAYBOOK_SETTINGS is a
+    KeyError (a caller's mistake, not the user's)."""
+    coerced, problems = {}, []
+    for name in sorted(values):
+        value, problem = _check_type(name, PLAYBOOK_SETTINGS[name], values[name])
+        if problem:
+            problems.append(problem)
+            continue
+        found = _apply_bound(name, value, values[name])
+        if found:
+            problems.extend('%s: %s' % (name, p) for p in found)
+            continue
+        coerced[name] = value
+    return coerced, sorted(set(_one_line(p) for p in problems))
 
 
 # ---------------------------------------------------------------------------------------------

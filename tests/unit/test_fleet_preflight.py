@@ -52,6 +52,28 @@ def test_fleet_playbook_fails_naming_the_deployment_whose_node_is_lost(tmp_path)
     assert [p["play"]["name"] for p in run["plays"]][-1] == "Serve speculative decoding on one Spark"
 
 
+def test_fleet_playbook_refuses_bad_settings_before_any_run(tmp_path):
+    """playbooks/fleet.yml end to end with a wrong type and a value out of range: the fleet_deploy action's check
+    (_settings' rules) fails the run with both lines in its set_stats, and no deployment runs."""
+    varsfile = tmp_path / "vars.json"
+    varsfile.write_text(json.dumps({"ansible_host": "127.0.0.1", "ansible_port": 9, "fleet_parallel": "two",
+                                    "fleet_max_failures": -1, "fleet_log_dir": str(tmp_path / "logs"),
+                                    "fleet_report_path": str(tmp_path / "fleet.json")}), encoding="utf-8")
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", ANSIBLE_SHOW_CUSTOM_STATS="1")
+    cmd = [PLAYBOOK, "-i", str(FLEET), str(ROOT / "playbooks" / "fleet.yml"), "-e", "@" + str(varsfile)]
+    result = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 2, result.stdout[-3000:] + result.stderr[-2000:]
+    stats = json.loads(result.stdout)["global_custom_stats"]["specdec_fleet"]
+    assert stats["problems"] == (
+        "Fleet: 2 problem(s), no deployment was run:\n"
+        "- fleet_max_failures: -1 is out of range; set an integer of at least 0 (failed deployments the run accepts "
+        "before it starts no more; null: no limit).\n"
+        '- fleet_parallel: "two" is not a whole number; set an integer of at least 0 (deployments at once; 0: every '
+        "deployment at once).")
+    assert not (tmp_path / "logs").exists() and not (tmp_path / "fleet.json").exists()
+
+
 def _plan_results(doc):
     task = doc["plays"][0]["tasks"][0]
     return task["hosts"]

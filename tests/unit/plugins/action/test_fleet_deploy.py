@@ -27,7 +27,8 @@ from ansible.vars.manager import VariableManager
 
 from ansible_collections.sparkops.specdec.plugins.action import fleet_deploy
 from ansible_collections.sparkops.specdec.plugins.filter import stats
-from ansible_collections.sparkops.specdec.plugins.module_utils import _fleet
+from ansible_collections.sparkops.specdec.plugins.module_utils import _fleet, _settings
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 FLEET = ROOT / "inventories" / "example" / "fleet.yml"
@@ -238,14 +239,45 @@ def test_a_deployment_cut_by_the_group_runs_nothing(fake):
     assert fake.runs() == []
 
 
-def test_bad_group_or_parallel_is_an_error(fake):
+def test_bad_group_is_an_error(fake):
     with pytest.raises(AnsibleError, match="fleet_hosts: the inventory has no group nodes"):
         run(FLEET, fake, hosts="nodes")
-    with pytest.raises(AnsibleError, match="fleet_parallel: must be a whole number >= 0"):
-        run(FLEET, fake, parallel=-2)
-    with pytest.raises(AnsibleError, match="fleet_max_failures: must be a whole number >= 0"):
-        run(FLEET, fake, max_failures="some")
     assert fake.runs() == []
+
+
+# Every type and range error of fleet.yml's settings: the action checks them with _settings' rules (the lines an
+# inventory value gets), before any run.
+@pytest.mark.parametrize("args,line", [
+    ({"parallel": -2}, "fleet_parallel: -2 is out of range; set an integer of at least 0 (deployments at once; 0: every "
+                       "deployment at once)."),
+    ({"parallel": "two"}, 'fleet_parallel: "two" is not a whole number; set an integer of at least 0 (deployments at '
+                          'once; 0: every deployment at once).'),
+    ({"max_failures": "some"}, 'fleet_max_failures: "some" is not a whole number; set an integer of at least 0 (failed '
+                               'deployments the run accepts before it starts no more; null: no limit).'),
+    ({"max_failures": -1}, "fleet_max_failures: -1 is out of range; set an integer of at least 0 (failed deployments "
+                           "the run accepts before it starts no more; null: no limit)."),
+    ({"deployments": "pair-a"}, 'fleet_deployments: "pair-a" is a string, not a list; write a YAML list, e.g. '
+                                '["pair-a"].'),
+    ({"deployments": ["pair-a", None]}, "fleet_deployments: item 2 (null) is null; every item must be a string."),
+    ({"hosts": ["spark-1"]}, 'fleet_hosts: ["spark-1"] is a list, not text; set a quoted string.'),
+    ({"log_dir": " "}, "fleet_log_dir: is empty; set a directory for the runs' output, e.g. specdec-fleet-logs."),
+    ({"report_path": ""}, "fleet_report_path: is empty; set a file name for the JSON report, e.g. specdec-fleet.json."),
+])
+def test_bad_settings_run_nothing_with_the_settings_line(fake, args, line):
+    result = run(FLEET, fake, **args)
+    assert result["failed"] is True and result["deployments"] == []
+    assert result["msg"] == "Fleet: 1 problem(s), no deployment was run:\n- " + line
+    assert fake.runs() == [] and not (fake.tmp / "fleet.json").exists()
+    # The same line as the preflight gives for the value in an inventory (one place for the rules).
+    name = "fleet_" + next(iter(args))
+    assert line in _settings.check_settings({name: args[next(iter(args))]}, _action.specs())
+
+
+def test_good_settings_as_the_playbook_passes_them(fake):
+    # fleet.yml passes -e values as text: "1" and "0" are whole numbers.
+    result = run(FLEET, fake, deployments=["spark-5"], parallel="1", max_failures="0")
+    assert not result.get("failed"), result["msg"]
+    assert result["parallel"] == 1 and result["max_failures"] == 0 and len(fake.runs()) == 1
 
 
 def test_todays_layout_is_one_pair(fake):

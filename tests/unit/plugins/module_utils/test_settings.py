@@ -323,6 +323,7 @@ NEGATIVE_CASES = [
     ('hf-endpoint-no-scheme', {'specdec_server_hf_endpoint': 'hf-mirror.example.com'}, 'specdec_server_hf_endpoint',
      'is not a http:// or https:// URL'),
     ('download-not-bool', {'specdec_server_download': 'later'}, 'specdec_server_download', 'is not a boolean'),
+    ('peer-copy-not-bool', {'specdec_server_peer_copy': 'sometimes'}, 'specdec_server_peer_copy', 'is not a boolean'),
     ('download-timeout-zero', {'specdec_server_download_timeout': 0}, 'specdec_server_download_timeout',
      'is out of range'),
     ('max-workers-zero', {'specdec_server_download_max_workers': 0}, 'specdec_server_download_max_workers',
@@ -922,3 +923,14 @@ def test_node_lists_must_hold_the_node_itself():
     assert check({'netplan_qsfp_nodes': ['spark-3', 'spark-4'], 'ssh_mesh_hosts': []}, context=context) == []
     # One Spark runs neither role.
     assert check({'netplan_qsfp_nodes': ['spark-1']}, context=dict(context, topology='single_spark')) == []
+
+
+def test_playbook_values_given_directly_are_coerced_and_checked_as_in_an_inventory():
+    # fleet_deploy's options: text from -e is converted; null max_failures means no limit.
+    assert _settings.check_playbook_values({'fleet_parallel': '2', 'fleet_max_failures': None,
+                                            'fleet_deployments': ['pair-a']}) == (
+        {'fleet_parallel': 2, 'fleet_max_failures': None, 'fleet_deployments': ['pair-a']}, [])
+    bad = {'fleet_parallel': -1, 'fleet_log_dir': '', 'status_http_timeout': 'soon'}
+    good, lines = _settings.check_playbook_values(bad)
+    assert good == {} and lines == check(bad) and len(lines) == 3
+    assert_well_formed(lines)
