@@ -323,7 +323,6 @@ NEGATIVE_CASES = [
     ('hf-endpoint-no-scheme', {'specdec_server_hf_endpoint': 'hf-mirror.example.com'}, 'specdec_server_hf_endpoint',
      'is not a http:// or https:// URL'),
     ('download-not-bool', {'specdec_server_download': 'later'}, 'specdec_server_download', 'is not a boolean'),
-    ('peer-copy-not-bool', {'specdec_server_peer_copy': 'sometimes'}, 'specdec_server_peer_copy', 'is not a boolean'),
     ('download-timeout-zero', {'specdec_server_download_timeout': 0}, 'specdec_server_download_timeout',
      'is out of range'),
     ('max-workers-zero', {'specdec_server_download_max_workers': 0}, 'specdec_server_download_max_workers',
