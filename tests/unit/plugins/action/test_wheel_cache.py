@@ -102,7 +102,7 @@ def test_two_concurrent_runs_both_succeed_download_once_and_no_reader_sees_a_par
     watcher.start()
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     procs = [subprocess.Popen([sys.executable, "-c", DRIVER, path, python, REQ], env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, universal_newlines=True) for _ in range(2)]
+                              stderr=subprocess.PIPE, universal_newlines=True) for dummy in range(2)]
     outs = [p.communicate(timeout=60) for p in procs]
     stop.set()
     watcher.join()
@@ -182,7 +182,7 @@ def test_action_fetches_once_and_check_mode_fetches_nothing(tmp_path, fake_pytho
 
 
 def test_action_refuses_a_range_and_reports_a_failed_download(tmp_path, fake_python, monkeypatch):
-    python, _ = fake_python
+    python = fake_python[0]
     args = {"path": str(tmp_path / "w" / LAB["key"]), "target": LAB, "python": python}
     with pytest.raises(AnsibleActionFail, match="^specdec_server_hf_hub_requirement: 'huggingface_hub>=2' is not an"):
         _make(dict(args, requirement="huggingface_hub>=2")).run(task_vars={})

@@ -223,8 +223,8 @@ NODE_FAULTS = [
      "same_image", "skip", ["skipped: %s is not on this node yet" % IMAGE]),
     ("image-differs", "spark-1", {"image": (0, image_json("sha256:" + "b" * 64), "")}, {},
      "same_image", "fail", ["trtllm_container_image: the nodes of this deployment hold different images under %s "
-                            "(spark-1: sha256:%s, spark-2: %s); TP=2 ranks must run one engine build" % (IMAGE, "b" * 64,
-                                                                                              IMAGE_ID)]),
+                            "(spark-1: sha256:%s, spark-2: %s); TP=2 ranks must run one engine build"
+                            % (IMAGE, "b" * 64, IMAGE_ID)]),
     ("no-meminfo", "spark-1", {"meminfo": (1, "", "cat: /proc/meminfo: Permission denied")}, {},
      "mem_available", "skip", ["MemAvailable unknown", "Permission denied"]),
     ("low-mem-available", "spark-2", {"meminfo": (0, "MemAvailable:   1024 kB\n", "")}, {},
