@@ -6,15 +6,24 @@
 Runs community.docker.docker_container in check mode first; refuses, changing nothing, when that would recreate a
 running container without consent, or when a bind-mount source is missing or of the wrong type; else applies it,
 waits for the container's sshd on its first fabric address, and publishes the image facts. The decisions are in module_utils/_container.py.
+
+With ``previous_record``, a consented recreation of a running container keeps it (stopped, renamed, recorded) until
+the new container's server serves; ``previous: restore`` gives the node the kept container back, ``previous: release``
+removes it. The state machine is in module_utils/_container_change.py.
 """
 
 from __future__ import annotations
+
+import base64
+import datetime
+import json
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _container
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container_change as _change
 
 try:  # ansible-core 2.19+
     from ansible.executor.module_common import _apply_action_arg_defaults
@@ -23,11 +32,17 @@ except ImportError:  # pragma: no cover
 
 DOCKER_CONTAINER = "community.docker.docker_container"
 DOCKER_EXEC = "community.docker.docker_container_exec"
+DOCKER_INFO = "community.docker.docker_container_info"
+COMMAND = "ansible.legacy.command"
+SLURP = "ansible.legacy.slurp"
+FILE = "ansible.legacy.file"
+# Written whole (a temporary file renamed over it): a record is never half written.
+WRITE = 'umask 022; cat > "$1.tmp" && mv -f "$1.tmp" "$1"'
 WAIT_FOR = "ansible.legacy.wait_for"
 PACKAGE_VERSION = "import importlib.metadata as m; print(m.version('tensorrt_llm'))"
 
 ARGUMENT_SPEC = {
-    "spec": {"type": "dict", "required": True},
+    "spec": {"type": "dict", "default": {}},
     "allow_recreate": {"type": "bool", "default": False},
     "image": {"type": "dict", "default": {}},
     "trtllm_version": {"type": "str", "default": ""},
@@ -36,6 +51,9 @@ ARGUMENT_SPEC = {
     "sshd_port": {"type": "int", "default": 0},
     "start_timeout": {"type": "int", "default": 300},
     "mount_stats": {"type": "list", "elements": "dict", "default": []},
+    "previous_record": {"type": "str", "default": ""},
+    "stop_command": {"type": "list", "elements": "str", "default": []},
+    "previous": {"type": "str", "default": "keep", "choices": ["keep", "restore", "release"]},
 }
 
 
@@ -63,6 +81,11 @@ class ActionModule(ActionBase):
         result = super().run(tmp, task_vars)
         del tmp
         args = self.validate_argument_spec(argument_spec=ARGUMENT_SPEC)[1]
+        if args["previous"] != "keep":
+            try:
+                return self._previous(result, args, task_vars)
+            finally:
+                self._remove_tmp_path(self._connection._shell.tmpdir)
         spec = dict(args["spec"])
         name = spec.get("name")
         if not name or not spec.get("image"):
@@ -85,9 +108,22 @@ class ActionModule(ActionBase):
                 if problems:
                     result.update(failed=True, changed=False, msg="\n".join(problems), mount_problems=problems)
                     return result
+            path = args["previous_record"]
+            record = self._read_record(path, task_vars) if path else {}
+            decision = _change.apply_decision(plan, args["allow_recreate"], record) if path else {}
+            result["previous_action"] = decision
             if plan.get("changed") and not check:
+                kept = self._keep(spec, plan, record, decision, args, path, task_vars)
+                if kept.get("failed"):
+                    result.update(failed=True, changed=bool(kept.get("changed")), msg=kept["msg"])
+                    return result
+                record = kept.get("record", record)
                 run = self._module(DOCKER_CONTAINER, spec, task_vars, check_mode=False)
                 if run.get("failed"):
+                    if decision.get("action") == "keep":
+                        # The new container could not be created: the kept one serves again at once.
+                        back = self._restore(record, path, task_vars)
+                        result["previous_restored"] = not back.get("failed")
                     return self._failed(result, run, "docker_container")
             result["changed"] = bool(run.get("changed"))
             result["container"] = run.get("container") or {}
@@ -122,7 +158,146 @@ class ActionModule(ActionBase):
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         result["image_info"] = info
-        result["ansible_facts"] = {"trtllm_container_image_info": info}
+        result["previous"] = dict(record, path=path) if record else {}
+        result["ansible_facts"] = {"trtllm_container_image_info": info, "trtllm_container_previous": result["previous"]}
+        return result
+
+    # ----------------------------------------------------------------- the kept previous container
+    def _read_record(self, path, task_vars):
+        read = self._module(SLURP, {"src": path}, task_vars, check_mode=False)
+        if read.get("failed"):
+            return {}  # no record (the file is there only while a change is pending)
+        try:
+            text = base64.b64decode(read.get("content") or "").decode("utf-8")
+        except (ValueError, UnicodeDecodeError):
+            return {}
+        return _change.parse_record(text)
+
+    def _write_record(self, path, record, task_vars):
+        return self._module(COMMAND, {"argv": ["sh", "-c", WRITE, "sh", path],
+                                      "stdin": json.dumps(record, indent=2, sort_keys=True)},
+                            task_vars, check_mode=False)
+
+    def _docker(self, step, task_vars):
+        """One step of _container_change: remove, rename, start (the docker CLI renames: no module does)."""
+        if step[0] == "remove":
+            return self._module(DOCKER_CONTAINER, {"name": step[1], "state": "absent", "force_kill": True},
+                                task_vars, check_mode=False)
+        if step[0] == "rename":
+            return self._module(COMMAND, {"argv": ["docker", "rename", step[1], step[2]]}, task_vars, check_mode=False)
+        if step[0] == "start":
+            return self._module(COMMAND, {"argv": ["docker", "start", step[1]]}, task_vars, check_mode=False)
+        raise AnsibleActionFail("engine_container: unknown step %s" % (step,))
+
+    def _inspect(self, name, task_vars):
+        info = self._module(DOCKER_INFO, {"name": name}, task_vars, check_mode=False)
+        if info.get("failed"):
+            raise AnsibleActionFail("docker_container_info %s failed: %s" % (name, info.get("msg")))
+        return info.get("container") if info.get("exists") else None
+
+    def _keep(self, spec, plan, record, decision, args, path, task_vars):
+        """Before the apply: keep the running container (record, stop, rename) or note the newest request."""
+        action = decision.get("action")
+        if action not in ("keep", "replace") or not path:
+            return {}
+        differences = _container.plan_differences(plan)
+        if action == "replace":
+            if not record:
+                return {}
+            record = _change.updated_record(record, spec, differences, args["reference"])
+        else:
+            record = _change.new_record(spec, plan["container"], differences, args["reference"],
+                                        datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                                        _container.sshd_wait_address(spec) if args["sshd_port"] else "",
+                                        args["sshd_port"], args["start_timeout"])
+        if action == "keep" and args["stop_command"]:
+            # Stops the server the way its owner does (which also withdraws its consent to be started again), so that
+            # nothing starts it in the new container; the container itself is kept as it is.
+            halted = self._module(DOCKER_EXEC, {"container": spec["name"], "argv": args["stop_command"]}, task_vars,
+                                  check_mode=False)
+            if halted.get("failed") or halted.get("rc", 0) != 0:
+                why = " ".join(str(halted.get("stderr") or halted.get("msg") or "").split())[:200]
+                return {"failed": True, "changed": True,
+                        "msg": "Stopping the server in %s before keeping it failed (%s): %s; the container was not "
+                               "changed." % (spec["name"], " ".join(args["stop_command"]), why)}
+        wrote = self._write_record(path, record, task_vars)
+        if wrote.get("failed") or wrote.get("rc", 0) != 0:
+            return {"failed": True, "msg": "Writing %s failed: %s; nothing was changed." % (
+                path, " ".join(str(wrote.get("stderr") or wrote.get("msg") or "").split())[:200])}
+        if action == "keep":
+            stopped = self._module(DOCKER_CONTAINER, {"name": spec["name"], "state": "stopped"}, task_vars,
+                                   check_mode=False)
+            renamed = stopped if stopped.get("failed") else self._docker(("rename", spec["name"], record["kept_name"]),
+                                                                         task_vars)
+            if renamed.get("failed") or renamed.get("rc", 0) != 0:
+                back = self._restore(record, path, task_vars)
+                return {"failed": True, "changed": True, "msg": "Keeping the running container %s as %s failed (%s); "
+                        "%s." % (spec["name"], record["kept_name"], " ".join(str(renamed.get("msg") or renamed.get(
+                            "stderr") or "").split())[:200], "it runs again" if not back.get("failed") else back["msg"])}
+        return {"record": record}
+
+    def _restore(self, record, path, task_vars):
+        """Give the node its kept container back; returns {'changed', 'steps', 'container'} or failed and msg."""
+        if not record:
+            return {"changed": False, "steps": []}
+        try:
+            steps = _change.restore_steps(record, self._inspect(record["name"], task_vars),
+                                          self._inspect(record["kept_name"], task_vars), path)
+        except _change.ChangeError as exc:
+            return {"failed": True, "msg": str(exc)}
+        for step in steps:
+            done = self._docker(step, task_vars)
+            if done.get("failed") or done.get("rc", 0) != 0:
+                return {"failed": True, "changed": True, "msg": "Restoring the container %s (step %s) failed: %s" % (
+                    record["name"], " ".join(step), " ".join(str(done.get("msg") or done.get("stderr") or "").split())[:200])}
+        sshd = record.get("sshd") or {}
+        if sshd.get("port"):
+            waited = self._module(WAIT_FOR, {"host": sshd.get("host") or "127.0.0.1", "port": sshd["port"],
+                                             "timeout": sshd.get("timeout") or 300}, task_vars, check_mode=False)
+            if waited.get("failed"):
+                return {"failed": True, "changed": True, "msg": "The restored container %s does not listen on %s:%s: %s"
+                        % (record["name"], sshd.get("host"), sshd["port"], waited.get("msg", ""))}
+        forgot = self._module(FILE, {"path": path, "state": "absent"}, task_vars, check_mode=False)
+        if forgot.get("failed"):
+            return {"failed": True, "changed": True, "msg": "Removing %s failed: %s" % (path, forgot.get("msg"))}
+        return {"changed": bool(steps) or bool(forgot.get("changed")), "steps": [list(s) for s in steps],
+                "container": self._inspect(record["name"], task_vars) or {}}
+
+    def _previous(self, result, args, task_vars):
+        """previous: restore or release, on the record at previous_record."""
+        path = args["previous_record"]
+        if not path:
+            raise AnsibleActionFail("engine_container: previous: %s needs previous_record (the record's path)."
+                                    % args["previous"])
+        record = self._read_record(path, task_vars)
+        result.update(changed=False, previous=dict(record, path=path) if record else {}, restored=False, summary="")
+        # The node the record is on: the delegated host when a play's head runs this for every member.
+        host = getattr(self._task, "delegate_to", None) or (task_vars or {}).get("inventory_hostname", "")
+        if self._task.check_mode or not record:
+            result["changed"] = bool(record)
+            result["summary"] = _change.restored_summary(record, host, True) if record and args["previous"] == "restore" else ""
+            return result
+        if args["previous"] == "restore":
+            done = self._restore(record, path, task_vars)
+            if done.get("failed"):
+                result.update(failed=True, changed=bool(done.get("changed")), msg=done["msg"])
+                return result
+            settings = _change.container_settings(done.get("container"))
+            result.update(changed=done["changed"], restored=True, steps=done["steps"], container=done.get("container"),
+                          summary=_change.restored_summary(record, host, True),
+                          same_settings=settings == record["container"]["settings"])
+            result["ansible_facts"] = {"trtllm_container_previous": {}}
+            return result
+        steps = _change.release_steps(record, self._inspect(record["kept_name"], task_vars))
+        for step in steps:
+            done = (self._docker(step, task_vars) if step[0] != "forget"
+                    else self._module(FILE, {"path": path, "state": "absent"}, task_vars, check_mode=False))
+            if done.get("failed"):
+                result.update(failed=True, msg="Releasing the kept container %s failed (step %s): %s" % (
+                    record["kept_name"], step[0], done.get("msg")))
+                return result
+        result.update(changed=True, steps=[list(s) for s in steps])
+        result["ansible_facts"] = {"trtllm_container_previous": {}}
         return result
 
     @staticmethod

@@ -26,6 +26,15 @@ description:
     container when the image names no TensorRT-LLM version (no C(TRT_LLM_VERSION), no
     C(org.opencontainers.image.version) label), O(trtllm_version) is empty and O(engine=trtllm).
   - The modules it runs get the task's C(module_defaults) (for example C(docker_host) for the C(community.docker) group).
+  - With O(previous_record) (and O(previous=keep)), a consented recreation of a running container keeps it until the
+    new container's server serves. It writes a JSON record of the running container (id, image, image id and its
+    other settings) to O(previous_record), stops it and renames it to C(<name>-previous), then creates the new one.
+    Docker keeps the old container's settings and image (an image cannot be removed while a container uses it). A
+    further recreation while the record exists replaces the new, unproven container and keeps the recorded one.
+  - O(previous=restore) gives the node the recorded container back. It removes the new container, renames the kept
+    one back, starts it and waits for its sshd, then removes the record. O(previous=release) removes the kept container
+    and the record once the new server serves. Both change nothing without a record. The C(specdec_server) role runs
+    them.
 author:
   - sparkops maintainers (@sparkops)
 options:
@@ -33,8 +42,9 @@ options:
     description:
       - Parameters of M(community.docker.docker_container), as the filter C(sparkops.specdec.trtllm_container_spec)
         makes them from the role's settings; C(name), C(image) and C(command) (the entrypoint argv) are required.
+      - Required with O(previous=keep); not used by O(previous=restore) or O(previous=release).
     type: dict
-    required: true
+    default: {}
   allow_recreate:
     description: Consent to recreate (or update) a running container whose settings differ; that stops any server in it.
     type: bool
@@ -77,6 +87,30 @@ options:
     type: list
     elements: dict
     default: []
+  previous_record:
+    description:
+      - Path on the node of the JSON record of a kept container (the C(trtllm_container) role uses
+        C(<specdec_state_dir>/container-previous.json)). Empty keeps nothing (a recreation removes the old container).
+    type: str
+    default: ""
+  stop_command:
+    description:
+      - Argv run in the running container (M(community.docker.docker_container_exec)) before a consented recreation
+        keeps it, for example the server's stop, which also withdraws the supervisor's consent to start it again, so
+        that nothing starts the old server in the new container. A non-zero exit stops the run before the container
+        changes. Empty runs nothing.
+    type: list
+    elements: str
+    default: []
+  previous:
+    description:
+      - V(keep) applies O(spec) and keeps a running container that a consented recreation replaces.
+      - V(restore) gives the node the container of O(previous_record) back (new container removed, kept one renamed
+        back and started, its sshd awaited), then removes the record.
+      - V(release) removes the kept container and the record.
+    type: str
+    choices: [keep, restore, release]
+    default: keep
 attributes:
   check_mode:
     support: full
@@ -111,8 +145,39 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
+previous:
+  description:
+    - The record of the kept container (C(schema_version), C(name), C(kept_name), C(kept_at), C(container) with C(id),
+      C(created) and C(settings), C(change) with C(image), C(reference) and C(differences), C(sshd)) and its C(path);
+      empty when no change is pending. Also set as the fact C(trtllm_container_previous) (empty after a restore or a
+      release).
+  returned: success
+  type: dict
+previous_action:
+  description: 'What the apply did about the running container: C(action) (none, create, keep, replace) and C(reason).'
+  returned: with O(previous_record) and O(previous=keep)
+  type: dict
+restored:
+  description: Whether the recorded container runs again (O(previous=restore)).
+  returned: with O(previous=restore) or O(previous=release)
+  type: bool
+same_settings:
+  description: Whether the restored container shows the recorded settings (image id, environment, mounts, labels, ...).
+  returned: after a restore
+  type: bool
+summary:
+  description: 'One sentence naming the node, the container and the previous image it runs again; empty otherwise.'
+  returned: with O(previous=restore) or O(previous=release)
+  type: str
+steps:
+  description: 'The Docker steps taken, for example C([["remove", "trtllm-multinode"], ["rename", "trtllm-multinode-previous", "trtllm-multinode"]]).'
+  returned: after a restore or a release
+  type: list
+  elements: list
 container:
-  description: The container as C(docker inspect) shows it (in check mode, as it is now; empty when there is none).
+  description:
+    - The container as C(docker inspect) shows it (in check mode, as it is now; empty when there is none).
+    - After O(previous=restore), the restored container.
   returned: success
   type: dict
 actions:
@@ -132,7 +197,7 @@ differences:
   elements: str
 image_info:
   description: The image facts, also set as the fact C(trtllm_container_image_info).
-  returned: success
+  returned: with O(previous=keep)
   type: dict
   contains:
     name: {description: The image reference., type: str}

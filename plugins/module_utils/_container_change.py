@@ -1,0 +1,216 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+"""PRIVATE: the state machine of a container change (a new image or other container settings) on a serving node, as
+pure functions (no Ansible, no I/O). Not a public API of sparkops.specdec.
+
+A consented recreation of a running engine container does not remove it: the action ``engine_container`` stops it and
+renames it to ``<name>-previous`` (Docker keeps its settings and its image, which cannot be removed while a container
+uses it), records it in a JSON file on the node (``record``), then creates the new container. The record lives until
+the new container's server serves (``release``: the kept container is removed, the record too) or fails (``restore``:
+the new container is removed, the kept one gets its name back and is started, and the specdec_server role starts the
+previous server in it). A further recreation while a record exists replaces the new, unproven container and keeps the
+recorded one: the container kept is always the last one whose server was proven to serve.
+
+Phases of one node: ``none`` (no record) -> ``kept`` (record, old container stopped under its kept name, new one
+running) -> ``none`` (released, or restored).
+"""
+
+from __future__ import annotations
+
+import json
+
+SCHEMA_VERSION = 1
+KEPT_SUFFIX = "-previous"
+# What a container's settings are compared by, from its docker inspect (the restored container must show the same).
+_SETTINGS = (("image_id", ("Image",)), ("image", ("Config", "Image")), ("env", ("Config", "Env")),
+             ("labels", ("Config", "Labels")), ("cmd", ("Config", "Cmd")), ("entrypoint", ("Config", "Entrypoint")),
+             ("binds", ("HostConfig", "Binds")), ("network_mode", ("HostConfig", "NetworkMode")),
+             ("ipc_mode", ("HostConfig", "IpcMode")), ("restart_policy", ("HostConfig", "RestartPolicy", "Name")),
+             ("devices", ("HostConfig", "Devices")), ("ulimits", ("HostConfig", "Ulimits")),
+             ("init", ("HostConfig", "Init")), ("shm_size", ("HostConfig", "ShmSize")))
+
+
+class ChangeError(ValueError):
+    """A one-line refusal (what, the problem, the fix)."""
+
+
+def kept_name(name):
+    """The name a kept previous container runs under: ``<name>-previous``."""
+    return "%s%s" % (name, KEPT_SUFFIX)
+
+
+def _get(inspect, path):
+    value = inspect or {}
+    for key in path:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def container_settings(inspect):
+    """The settings of a container (docker inspect) that a restore must bring back: image id and reference,
+    environment, labels, command, entrypoint, bind mounts, network, IPC, restart policy, devices, ulimits, init, shm.
+    Lists of environment and mounts are sorted (Docker does not promise their order)."""
+    out = {}
+    for key, path in _SETTINGS:
+        value = _get(inspect, path)
+        if key in ("env", "binds") and isinstance(value, list):
+            value = sorted(str(v) for v in value)
+        out[key] = value
+    return out
+
+
+def _running(inspect):
+    return bool(_get(inspect, ("State", "Running")))
+
+
+def parse_record(text):
+    """The record read from the node (its JSON text, or the slurp result's decoded content); {} when there is none
+    or it is not a record of this schema (an unreadable record is no record: nothing is kept)."""
+    if isinstance(text, dict):
+        record = text
+    else:
+        try:
+            record = json.loads(text or "null")
+        except ValueError:
+            return {}
+    if not isinstance(record, dict) or record.get("schema_version") != SCHEMA_VERSION:
+        return {}
+    if not record.get("name") or not record.get("kept_name") or not (record.get("container") or {}).get("id"):
+        return {}
+    return record
+
+
+def apply_decision(plan, allow_recreate, record):
+    """What the apply of the container spec does about the running container.
+
+    plan: the check-mode result of docker_container (changed; container = the inspect of the container as it is, None
+    when there is none). record: parse_record() of the node's record. Returns {'action', 'reason'}, action one of:
+    ``none`` (nothing changes), ``create`` (no container yet), ``keep`` (stop and keep the running container, then
+    create the new one: a consented recreation of a running container, no record), ``replace`` (recreate without
+    keeping: the container is stopped, or it is the new, unproven one of a pending change, whose record keeps the
+    proven one), ``refuse`` (a running container without consent: the caller's refusal names the differences).
+    """
+    plan = plan or {}
+    container = plan.get("container")
+    if not plan.get("changed"):
+        return {"action": "none", "reason": "the container has the requested settings"}
+    if not container:
+        return {"action": "create", "reason": "there is no container"}
+    running = _running(container)
+    if running and not allow_recreate:
+        return {"action": "refuse", "reason": "the running container has other settings and there is no consent"}
+    if record:
+        return {"action": "replace", "reason": "the running container is the unproven one of a pending change; "
+                                               "%s stays kept" % record["kept_name"]}
+    if not running:
+        return {"action": "replace", "reason": "the container is not running (nothing serves from it)"}
+    return {"action": "keep", "reason": "a running container is kept until the new one serves"}
+
+
+def new_record(spec, container, differences, reference, now, sshd_host="", sshd_port=0, start_timeout=300):
+    """The record of a kept container, written before it is stopped and renamed.
+
+    spec: the new container's docker_container parameters (name, image); container: docker inspect of the running
+    one; differences: names of what differs; reference: the image reference the user set (trtllm_container_image);
+    sshd_host/port, start_timeout: where a restore waits for the kept container's sshd (port 0: no sshd)."""
+    name = str(spec["name"])
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "name": name,
+        "kept_name": kept_name(name),
+        "kept_at": now,
+        "container": {"id": str(container.get("Id") or ""), "created": str(container.get("Created") or ""),
+                      "settings": container_settings(container)},
+        "change": {"image": str(spec.get("image") or ""), "reference": str(reference or ""),
+                   "differences": list(differences or [])},
+        "sshd": {"host": str(sshd_host or ""), "port": int(sshd_port or 0), "timeout": int(start_timeout or 300)},
+    }
+
+
+def updated_record(record, spec, differences, reference):
+    """The record after a further change replaced the unproven container: the kept container stays, the change
+    names the newest request."""
+    out = json.loads(json.dumps(record))
+    out["change"] = {"image": str(spec.get("image") or ""), "reference": str(reference or ""),
+                     "differences": list(differences or [])}
+    return out
+
+
+def restore_steps(record, current, kept, path="the record"):
+    """The steps that give the node its kept container back, in order: ('remove', name) the new container,
+    ('rename', kept_name, name), ('start', name). current / kept: docker inspect of the containers named
+    record['name'] and record['kept_name'] now (None when absent); path: the record's path, for the message.
+
+    Safe to run again after an interruption: a kept container already renamed back is only started (if it is not
+    running). Raises ChangeError when the recorded container is gone (nothing to restore)."""
+    if not record:
+        return []
+    name, kept_as, old_id = record["name"], record["kept_name"], record["container"]["id"]
+    if kept and str(kept.get("Id")) == old_id:
+        steps = [("remove", name)] if current else []
+        return steps + [("rename", kept_as, name), ("start", name)]
+    if current and str(current.get("Id")) == old_id:
+        return [] if _running(current) else [("start", name)]
+    raise ChangeError(
+        "The container %s kept for the change to %s (id %s) is gone from this node (no container %s or %s has that "
+        "id): it cannot be restored; re-run with the previous trtllm_container_image and "
+        "trtllm_container_allow_recreate=true to recreate it, then remove %s." % (
+            kept_as, record["change"]["image"], old_id[:12], kept_as, name, path))
+
+
+def release_steps(record, kept):
+    """The steps once the new container's server serves: ('remove', kept_name) when the recorded container is there
+    (a container of another id under that name is not ours: it stays), then ('forget',) the record."""
+    if not record:
+        return []
+    steps = []
+    if kept and str(kept.get("Id")) == record["container"]["id"]:
+        steps.append(("remove", record["kept_name"]))
+    return steps + [("forget",)]
+
+
+def restored_summary(record, host, restored):
+    """One sentence of the report: the node, the container and the image it runs again (or would, in check mode)."""
+    settings = record["container"]["settings"]
+    return ("%s: %s runs its previous image %s (%s) again, with its previous settings, instead of %s" % (
+        host, record["name"], settings.get("image") or "?", str(settings.get("image_id") or "?")[:19],
+        record["change"]["image"] or "the new container")) if restored else ""
+
+
+def change_report(previous_by_host, members, restore_results):
+    """The sentence of the failure report about a container change, or "" when no member had one.
+
+    previous_by_host: host -> its record (the fact trtllm_container_previous, {} once restored); members: the
+    deployment's nodes in order; restore_results: the registered loop results of ``previous: restore`` (each with
+    item = the host; skipped, failed and msg, or restored and summary), [] when it did not run."""
+    by_host = {}
+    for res in restore_results or []:
+        if isinstance(res, dict) and res.get("item") is not None and not res.get("skipped"):
+            by_host[str(res["item"])] = res
+    image, done, not_done = "", [], []
+    for host in members or []:
+        res = by_host.get(str(host)) or {}
+        record = parse_record(res.get("previous") or (previous_by_host or {}).get(host) or {})
+        if not record and not res.get("failed"):
+            continue
+        image = image or (record["change"]["image"] if record else "")
+        if res.get("restored"):
+            done.append(res.get("summary") or restored_summary(record, host, True))
+        elif res.get("failed"):
+            not_done.append("%s: %s" % (host, " ".join(str(res.get("msg") or "failed").split())))
+        else:
+            not_done.append("%s: its previous container is still kept as %s (no restore ran)" % (host, record["kept_name"]))
+    if not done and not not_done:
+        return ""
+    image = image or "another image or other container settings"
+    text = ""
+    if done:
+        text = "The container change to %s was undone: %s." % (image, "; ".join(done))
+    if not_done:
+        text += (" " if text else "") + (
+            "The container change to %s was NOT undone on %s; re-run with the previous trtllm_container_image and "
+            "-e trtllm_container_allow_recreate=true." % (image, "; ".join(not_done)))
+    return text
