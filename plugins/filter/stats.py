@@ -96,11 +96,13 @@ def teardown_stats(result, host, check_mode=False):
     if node is None:
         raise AnsibleFilterError("teardown_stats: the teardown plan has no entry for %s" % host)
     container = node.get("container") or {}
+    previous = node.get("previous") or {}
     return {str(host): {
         "confirmed": bool(result.get("confirmed")),
         "state": "checked" if check_mode else "removed",
         "container_removed": bool(container.get("exists")),
         "server_stopped": bool(node.get("stop_server")) and not check_mode,
+        "previous_container_removed": bool(previous.get("remove")),
         "models_removed": list(node.get("models") or []),
         "netplan_removed": bool(node.get("netplan_ours")),
         "removals": list(node.get("removals") or []),

@@ -11,6 +11,9 @@
 directories, the netplan file, the IPv4 addresses) and ``plan_node`` decides what goes:
 
 * the container (and the server in it): always;
+* the container a pending container change kept (``<name>-previous``, module_utils/_container_change.py) and its
+  record ``<specdec_state_dir>/container-previous.json``: the container only when it is the one the record names
+  (same container id), never another container of that name; the record when it is one of this container's;
 * the models this collection downloads: only with ``teardown_remove_models``;
 * the netplan file: only with ``teardown_remove_netplan`` and only if it carries netplan_qsfp's
   mark, together with its addresses on the ConnectX-7 interfaces that are present now; the
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _nccl, _plan
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container_change, _nccl, _plan
 from ansible_collections.sparkops.specdec.plugins.module_utils._preflight import inspect_first, one_line
 
 # netplan_qsfp writes this mark in the files it owns (same text as in _netplan).
@@ -56,6 +59,63 @@ def container_state(cmd):
     state = inspect_first(cmd.get("stdout")).get("State") or {}
     return {"exists": True, "status": state.get("Status") or "unknown", "running": bool(state.get("Running")),
             "restarting": bool(state.get("Restarting")), "error": None}
+
+
+def _inspect_id(cmd):
+    """The container id of a ``docker container inspect`` probe entry ("" when it printed none)."""
+    return str(inspect_first((cmd or {}).get("stdout")).get("Id") or "")
+
+
+def kept_container(host, name, probe, record_path):
+    """What teardown does about a pending container change on one node: (plan, removals, notes).
+
+    probe: ``kept`` (docker container inspect <name>-previous) and ``record`` (cat of the record); a probe without
+    them (an older play) has no pending change. record_path: the record's path on the node. The kept container is
+    removed (by its id) only when it is the container the record names; a container of that name that the record
+    does not name stays. The record goes when it is this container's (or unreadable: nothing can use it); a record
+    of another container name stays, so that a teardown with that name still finds its container.
+    """
+    kept_as = _container_change.kept_name(name)
+    plan = {"name": kept_as, "id": "", "status": None, "image": None, "requested": None, "remove": False,
+            "record": record_path, "remove_record": False}
+    items, notes = [], []
+    record_cmd = probe.get("record") or {}
+    kept = container_state(probe.get("kept"))
+    kept_id = _inspect_id(probe.get("kept")) if kept["exists"] else ""
+    if record_cmd.get("rc") != 0:
+        if kept["exists"]:
+            notes.append("%s: container %s stays: no record of sparkops.specdec names it (%s is absent); remove it with "
+                         "docker rm if it is not needed." % (host, kept_as, record_path))
+        return plan, items, notes
+    record = _container_change.parse_record(record_cmd.get("stdout"))
+    if record and record["name"] != name:
+        notes.append("%s: %s records a change of container %s, not %s: it stays (run teardown.yml with "
+                     "-e specdec_container_name=%s to remove that one)." % (host, record_path, record["name"], name,
+                                                                            record["name"]))
+        return plan, items, notes
+    plan["remove_record"] = True
+    if not record:
+        items.append("unreadable container change record %s" % record_path)
+        if kept["exists"]:
+            notes.append("%s: container %s stays: %s cannot be read, so nothing says sparkops.specdec kept it; "
+                         "remove it with docker rm if it is not needed." % (host, kept_as, record_path))
+        return plan, items, notes
+    settings = record["container"].get("settings") or {}
+    plan.update(image=settings.get("image"), requested=record["change"].get("image"))
+    about = "kept for the change from %s to %s" % (plan["image"] or "?", plan["requested"] or "?")
+    if kept["exists"] and kept_id == record["container"]["id"]:
+        plan.update(id=kept_id, status=kept["status"], remove=True)
+        items.append("previous container %s (%s, %s)" % (kept_as, kept["status"], about))
+    elif kept["exists"]:
+        notes.append("%s: container %s stays: it is not the container %s names (id %s, not %s)." % (
+            host, kept_as, record_path, kept_id[:12] or "?", record["container"]["id"][:12]))
+    elif kept["error"]:
+        # Docker did not answer: remove the recorded container if it exists (by its id: never another one).
+        plan.update(id=record["container"]["id"], remove=True)
+        notes.append("%s: cannot inspect container %s (%s); the container %s recorded (id %s) is removed if it "
+                     "exists." % (host, kept_as, kept["error"], record_path, record["container"]["id"][:12]))
+    items.append("container change record %s (%s)" % (record_path, about))
+    return plan, items, notes
 
 
 def our_model_dirs(cache, listing):
@@ -122,10 +182,11 @@ def plan_node(host, probe, options):
     """What teardown removes on one node.
 
     probe: the node's merged probe (``_preflight.merge_probe``): ``state`` (docker inspect), ``cache`` (the cache
-    path), ``dirs`` (its directories), ``netplan`` (the file's content), ``addrs`` (ip -o -4 addr show).
-    options: container, netplan_file, remove_models, remove_netplan, check_mode, management (the node's
+    path), ``dirs`` (its directories), ``netplan`` (the file's content), ``addrs`` (ip -o -4 addr show), ``kept``
+    (docker inspect of <container>-previous), ``record`` (the container change record's content), ``record_path``
+    (its path on the node). options: container, previous_record (the record's path when the probe has none), netplan_file, remove_models, remove_netplan, check_mode, management (the node's
     ansible_host), netplan_apply (netplan_qsfp_apply and netplan_qsfp_apply_method == netplan).
-    Returns a dict: container, stop_server, models, netplan_ours, netplan_note, addresses ({cidr, dev}),
+    Returns a dict: container, stop_server, previous (kept_container's plan), models, netplan_ours, netplan_note, addresses ({cidr, dev}),
     netplan_apply, removals (the plan lines) and notes.
     """
     probe = probe or {}
@@ -136,6 +197,10 @@ def plan_node(host, probe, options):
         items.append("container %s (%s) and the server in it" % (name, container["status"]))
     elif container["error"]:
         notes.append("%s: cannot inspect container %s (%s); it is removed if it exists." % (host, name, container["error"]))
+    record_path = (probe.get("record_path") or {}).get("stdout") or options.get("previous_record") or ""
+    previous, kept_items, kept_notes = kept_container(host, name, probe, record_path)
+    items += kept_items
+    notes += kept_notes
     models = []
     if options.get("remove_models"):
         cache = (probe.get("cache") or {}).get("stdout", "")
@@ -166,6 +231,7 @@ def plan_node(host, probe, options):
         "container": container,
         "stop_server": container["exists"] and container["running"] and not container["restarting"]
         and not options.get("check_mode"),
+        "previous": previous,
         "models": models,
         "netplan_file": netplan_file,
         "netplan_ours": ours,

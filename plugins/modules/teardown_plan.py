@@ -13,7 +13,10 @@ version_added: 0.2.0
 description:
   - An action plugin, run on the controller with C(run_once); it contacts no host. C(playbooks/teardown.yml) reads
     every node (one probe command) and this action decides what goes on each node and builds the confirmation.
-  - The container (and the server in it) always goes. The models this collection downloads (the drafts, the tiktoken
+  - The container (and the server in it) always goes. So does the container a pending container change kept
+    (C(<container>-previous), see M(sparkops.specdec.engine_container)), but only the one its record
+    C(<specdec_state_dir>/container-previous.json) names (the same container id; never another container of that
+    name, which stays with a note), and that record when it is one of O(container)'s. The models this collection downloads (the drafts, the tiktoken
     files and each preset's target under the HF cache) only with O(remove_models).
   - The netplan file only with O(remove_netplan), and only if it carries the C(Managed by sparkops.specdec) mark that
     the C(netplan_qsfp) role writes; then also its addresses on the ConnectX-7 interfaces that are present now. The
@@ -28,7 +31,8 @@ options:
       - Inventory name -> the node's registered probe (a loop result with one item per part, C(root) and C(user)).
         Each line of a part's stdout is C(NAME<TAB>RC<TAB>base64 stdout<TAB>base64 stderr).
       - "Commands read, by name: C(state) (docker container inspect), C(netplan) (the netplan file),
-        C(addrs) (C(ip -o -4 addr show)) in the root part; C(cache) (the HF cache path) and C(dirs) (its directories
+        C(addrs) (C(ip -o -4 addr show)), C(kept) (docker container inspect of C(<container>-previous)), C(record)
+        (the container change record) and C(record_path) (its path) in the root part; C(cache) (the HF cache path) and C(dirs) (its directories
         and those of its C(hub)) in the user part."
     type: dict
     required: true
@@ -96,6 +100,13 @@ nodes:
     stop_server:
       description: Stop the server first (the container runs; never in check mode).
       type: bool
+    previous:
+      description:
+        - The container kept for a pending container change and its record. C(name) (C(<container>-previous)),
+          C(id) (the container id to remove, the record's), C(status), C(image) (the kept image), C(requested) (the
+          image of the change), C(remove) (remove the container with that id), C(record) (the record's path),
+          C(remove_record) (remove the record).
+      type: dict
     models:
       description: Absolute paths of the model directories to remove (empty without O(remove_models)).
       type: list

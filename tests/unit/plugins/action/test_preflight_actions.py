@@ -153,3 +153,16 @@ def test_report_reads_download_per_node_and_names_the_host_key_dir(tmp_path):
     assert "/srv/keys/mesh/authorized_keys on the peer" in by_key[("ssh_containers", "spark-1")]["fix"]
     assert result["passed"] is False
     assert result["msg"].startswith("ssh_containers | spark-1 | ssh from this node's container")
+
+
+def test_teardown_plans_the_kept_container_of_a_pending_change_from_the_probe():
+    lines = [tt.line("state", 0, tt.RUNNING), tt.line("kept", 0, tt.kept_inspect()), tt.line("record", 0, tt.record_text()),
+             tt.line("record_path", 0, tt.RECORD_PATH), tt.line("netplan", 0, tt.OURS), tt.line("addrs", 0, tt.IP_NOW)]
+    args = teardown_args(probes={"spark-1": {"results": [{"item": "root", "rc": 0, "stdout": "\n".join(lines)}]}},
+                         confirm="yes")
+    result = make(teardown_plan.ActionModule, args).run(task_vars=task_vars(("spark-1",)))
+    previous = result["nodes"]["spark-1"]["previous"]
+    assert result["proceed"] is True
+    assert (previous["id"], previous["remove"], previous["record"], previous["remove_record"]) == (
+        tt.KEPT_ID, True, tt.RECORD_PATH, True)
+    assert "previous container trtllm-multinode-previous (exited, kept for the change from" in result["msg"]

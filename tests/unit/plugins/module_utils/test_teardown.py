@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import base64
+import json
 
 import pytest
 
@@ -30,6 +31,12 @@ IP_NOW = """1: lo    inet 127.0.0.1/8 scope host lo\\       valid_lft forever pr
 5: enp1s0f1np1    inet 192.168.100.10/24 brd 192.168.100.255 scope global enp1s0f1np1\\       valid_lft forever
 7: enP2p1s0f1np1    inet 192.168.101.10/24 brd 192.168.101.255 scope global enP2p1s0f1np1\\       valid_lft forever
 """
+RECORD_PATH = "/var/lib/sparkops/specdec/container-previous.json"
+KEPT_ID = "f" * 64
+OLD_IMAGE = "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12"
+NEW_IMAGE = "nvcr.io/nvidia/tensorrt-llm/release:1.4.0rc1"
+NO_KEPT = (1, "", "Error: No such object: trtllm-multinode-previous")
+NO_RECORD = (1, "", "cat: %s: No such file or directory" % RECORD_PATH)
 RUNNING = '[{"Id":"c0ffee","State":{"Status":"running","Running":true,"Paused":false,"Restarting":false,"Pid":42}}]'
 
 
@@ -41,9 +48,11 @@ def line(name, rc=0, out="", err=""):
     return "%s\t%d\t%s\t%s" % (name, rc, _b64(out), _b64(err))
 
 
-def probe(state=(0, RUNNING, ""), netplan=(0, OURS, ""), addrs=(0, IP_NOW, ""), dirs=None):
-    root = {"item": "root", "rc": 0, "stdout": "\n".join(
-        [line("state", *state), line("netplan", *netplan), line("addrs", *addrs)])}
+def probe(state=(0, RUNNING, ""), netplan=(0, OURS, ""), addrs=(0, IP_NOW, ""), dirs=None, kept=None, record=None):
+    lines = [line("state", *state), line("netplan", *netplan), line("addrs", *addrs)]
+    if kept is not None:
+        lines += [line("kept", *kept), line("record", *record), line("record_path", 0, RECORD_PATH)]
+    root = {"item": "root", "rc": 0, "stdout": "\n".join(lines)}
     results = [root]
     if dirs is not None:
         results.append({"item": "user", "rc": 0, "stdout": "\n".join(
@@ -198,3 +207,96 @@ def test_message_carries_the_notes():
 ])
 def test_present_addresses(text, expected):
     assert _teardown.present_addresses(text) == expected
+
+
+# ---------------------------------------------------------------- a pending container change (kept container)
+def kept_inspect(container_id=KEPT_ID, status="exited"):
+    return json.dumps([{"Id": container_id, "Name": "/trtllm-multinode-previous",
+                        "State": {"Status": status, "Running": status == "running", "Restarting": False}}])
+
+
+def record_text(name="trtllm-multinode", container_id=KEPT_ID):
+    return json.dumps({"schema_version": 1, "name": name, "kept_name": name + "-previous", "kept_at": "2026-11-24T04:00:00Z",
+                       "container": {"id": container_id, "created": "", "settings": {"image": OLD_IMAGE}},
+                       "change": {"image": NEW_IMAGE, "reference": NEW_IMAGE, "differences": ["image"]}, "sshd": {}})
+
+
+CHANGE = "kept for the change from %s to %s" % (OLD_IMAGE, NEW_IMAGE)
+
+
+def test_kept_container_of_our_record_goes_by_its_id_with_its_record():
+    node = _teardown.plan_node("spark-1", probe(kept=(0, kept_inspect(), ""), record=(0, record_text(), "")), options())
+    assert node["previous"] == {"name": "trtllm-multinode-previous", "id": KEPT_ID, "status": "exited",
+                                "image": OLD_IMAGE, "requested": NEW_IMAGE, "remove": True, "record": RECORD_PATH,
+                                "remove_record": True}
+    assert node["removals"] == ["container trtllm-multinode (running) and the server in it",
+                                "previous container trtllm-multinode-previous (exited, %s)" % CHANGE,
+                                "container change record %s (%s)" % (RECORD_PATH, CHANGE)]
+    assert node["notes"] == []
+
+
+def test_kept_container_of_another_id_stays_and_the_record_goes():
+    node = _teardown.plan_node("spark-1", probe(kept=(0, kept_inspect("a" * 64), ""), record=(0, record_text(), "")),
+                               options())
+    assert node["previous"]["remove"] is False and node["previous"]["id"] == ""
+    assert node["previous"]["remove_record"] is True
+    assert node["removals"][1:] == ["container change record %s (%s)" % (RECORD_PATH, CHANGE)]
+    assert node["notes"] == ["spark-1: container trtllm-multinode-previous stays: it is not the container %s names "
+                             "(id aaaaaaaaaaaa, not ffffffffffff)." % RECORD_PATH]
+
+
+def test_container_of_that_name_without_our_record_stays():
+    node = _teardown.plan_node("spark-1", probe(kept=(0, kept_inspect(), ""), record=NO_RECORD), options())
+    assert node["previous"]["remove"] is False and node["previous"]["remove_record"] is False
+    assert node["removals"] == ["container trtllm-multinode (running) and the server in it"]
+    assert node["notes"] == ["spark-1: container trtllm-multinode-previous stays: no record of sparkops.specdec names it "
+                             "(%s is absent); remove it with docker rm if it is not needed." % RECORD_PATH]
+
+
+def test_no_pending_change_plans_nothing_more():
+    for pr in (probe(kept=NO_KEPT, record=NO_RECORD), probe()):
+        node = _teardown.plan_node("spark-1", pr, options())
+        assert node["previous"]["remove"] is False and node["previous"]["remove_record"] is False
+        assert node["removals"] == ["container trtllm-multinode (running) and the server in it"] and node["notes"] == []
+
+
+def test_record_whose_container_is_gone_is_forgotten():
+    node = _teardown.plan_node("spark-1", probe(kept=NO_KEPT, record=(0, record_text(), "")), options())
+    assert node["previous"]["remove"] is False and node["previous"]["remove_record"] is True
+    assert node["removals"][1:] == ["container change record %s (%s)" % (RECORD_PATH, CHANGE)]
+
+
+def test_unreadable_record_goes_but_not_the_container():
+    node = _teardown.plan_node("spark-1", probe(kept=(0, kept_inspect(), ""), record=(0, "{not json", "")), options())
+    assert node["previous"]["remove"] is False and node["previous"]["remove_record"] is True
+    assert node["removals"][1:] == ["unreadable container change record " + RECORD_PATH]
+    assert node["notes"] == ["spark-1: container trtllm-multinode-previous stays: %s cannot be read, so nothing says "
+                             "sparkops.specdec kept it; remove it with docker rm if it is not needed." % RECORD_PATH]
+
+
+def test_record_of_another_container_name_stays_with_its_container():
+    node = _teardown.plan_node("spark-1", probe(kept=(0, kept_inspect(), ""), record=(0, record_text("other"), "")),
+                               options())
+    assert node["previous"]["remove"] is False and node["previous"]["remove_record"] is False
+    assert node["notes"] == ["spark-1: %s records a change of container other, not trtllm-multinode: it stays (run "
+                             "teardown.yml with -e specdec_container_name=other to remove that one)." % RECORD_PATH]
+
+
+def test_docker_not_answering_removes_the_recorded_id_only():
+    node = _teardown.plan_node("spark-1", probe(state=(1, "", "Cannot connect"), kept=(1, "", "Cannot connect"),
+                                                record=(0, record_text(), "")), options())
+    assert node["previous"]["remove"] is True and node["previous"]["id"] == KEPT_ID
+    assert node["notes"][-1] == ("spark-1: cannot inspect container trtllm-multinode-previous (Cannot connect); the "
+                                 "container %s recorded (id ffffffffffff) is removed if it exists." % RECORD_PATH)
+
+
+def test_pending_change_is_in_the_confirmation_and_check_mode():
+    nodes = {"spark-1": _teardown.plan_node("spark-1", probe(kept=(0, kept_inspect(), ""), record=(0, record_text(), "")),
+                                            options(check_mode=True))}
+    proceed, msg = _teardown.plan_message(["spark-1"], nodes, "", True, False, False)
+    assert proceed is True
+    assert msg.startswith("Would remove (check mode): spark-1: container trtllm-multinode (running) and the server in "
+                          "it, previous container trtllm-multinode-previous (exited, %s), container change record %s"
+                          % (CHANGE, RECORD_PATH))
+    proceed, msg = _teardown.plan_message(["spark-1"], nodes, "", False, False, False)
+    assert proceed is False and "previous container trtllm-multinode-previous" in msg
