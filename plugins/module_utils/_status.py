@@ -27,7 +27,7 @@ from __future__ import annotations
 import datetime
 import json
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _bench
+from ansible_collections.sparkops.specdec.plugins.module_utils import _bench, _container_change
 
 SCHEMA_VERSION = 1
 STATUSES = ("serving", "degraded", "down", "not_deployed", "unreachable", "unknown")
@@ -81,6 +81,61 @@ def container_facts(rc, stdout, stderr, name):
                started_at=state.get("StartedAt") if parse_time(state.get("StartedAt")) else None,
                restart_count=first.get("RestartCount"))
     return out
+
+
+def kept_facts(rc, stdout, stderr, name):
+    """container_facts() of the container a change kept, with its ``id`` (None when absent or unreadable)."""
+    out = container_facts(rc, stdout, stderr, name)
+    out["id"] = None
+    if out["exists"]:
+        data = json.loads(stdout or "[]")
+        first = data[0] if isinstance(data, list) and data else (data if isinstance(data, dict) else {})
+        out["id"] = first.get("Id")
+    return out
+
+
+def pending_change(record_text, kept, path):
+    """A pending container change on the node (module_utils/_container_change.py), or None when there is none.
+
+    record_text: the content of the record ``<state_dir>/container-previous.json`` (None when the file is absent);
+    kept: kept_facts() of ``<container>-previous``; path: the record's path. Returns kept_name,
+    kept_image and kept_image_id (the image the previous container runs), requested_image (the change's image),
+    differences, kept_at, kept_container (``present``: the recorded container is there; ``absent``; ``other``: a
+    container of that name with another id; ``unknown``: Docker could not be read), record and error (an unreadable
+    record)."""
+    if record_text is None:
+        return None
+    record = _container_change.parse_record(record_text)
+    out = {"record": path, "error": None, "kept_name": None, "kept_image": None, "kept_image_id": None,
+           "requested_image": None, "differences": [], "kept_at": None, "kept_container": None}
+    if not record:
+        out["error"] = "not a container change record of schema %d" % _container_change.SCHEMA_VERSION
+        return out
+    settings = record["container"].get("settings") or {}
+    kept = kept or {}
+    state = ("unknown" if kept.get("error") else "absent" if not kept.get("exists") else
+             "present" if kept.get("id") == record["container"]["id"] else "other")
+    out.update(kept_name=record["kept_name"], kept_image=settings.get("image"), kept_image_id=settings.get("image_id"),
+               requested_image=record["change"].get("image"), differences=list(record["change"].get("differences") or []),
+               kept_at=record.get("kept_at"), kept_container=state)
+    return out
+
+
+def pending_problem(host, change):
+    """The problem line of a pending container change (None when there is none)."""
+    if not change:
+        return None
+    if change.get("error"):
+        return "%s: the container change record %s cannot be read (%s): remove it, or run teardown.yml" % (
+            host, change.get("record"), change["error"])
+    where = {"present": "kept, stopped, as %s" % change["kept_name"],
+             "absent": "recorded, but %s is gone (it cannot be restored)" % change["kept_name"],
+             "other": "recorded, but %s is another container (it cannot be restored)" % change["kept_name"],
+             "unknown": "kept as %s (Docker could not be read)" % change["kept_name"]}[change["kept_container"]]
+    return ("%s: a container change to %s is pending since %s: the previous container (image %s) is %s; re-run the "
+            "deployment to finish it (the kept container goes once the new server serves)"
+            % (host, change.get("requested_image") or "?", change.get("kept_at") or "?", change.get("kept_image") or "?",
+               where))
 
 
 def parse_nspid(status_text):
@@ -291,7 +346,7 @@ def _node_view(host, fact, active):
     """One node as the report sees it: reachable, error, container, server process, records, probes, now."""
     fact = fact if isinstance(fact, dict) else {}
     view = {"node": host, "reachable": False, "error": None, "container": None, "server_process": None,
-            "records": [], "probes": [], "now": None}
+            "records": [], "probes": [], "now": None, "pending_change": None}
     if fact.get("unreachable"):
         text = str(fact.get("msg") or "no connection").strip().splitlines()[0]
         view["error"] = "unreachable: %s" % (text[len("Task failed: "):] if text.startswith("Task failed: ") else text)[:200]
@@ -311,7 +366,8 @@ def _node_view(host, fact, active):
     view.update(reachable=True, container=status.get("container"), server_process=status.get("server_process"),
                 records=[r for r in status.get("records") or [] if isinstance(r, dict)],
                 probes=[p for p in status.get("probes") or [] if isinstance(p, dict)], now=status.get("now"),
-                error=status.get("docker_error"))
+                error=status.get("docker_error"),
+                pending_change=status.get("pending_change") if isinstance(status.get("pending_change"), dict) else None)
     return view
 
 
@@ -360,7 +416,8 @@ def _deployment_row(dep_id, newest, holders, views):
                   "differs" if own else "missing")
         node = {"reachable": view["reachable"], "role": "head" if host == head else "worker", "error": view.get("error"),
                 "container": _container_row(view) if view["reachable"] else None,
-                "state_record": record if view["reachable"] else None}
+                "state_record": record if view["reachable"] else None,
+                "pending_change": view.get("pending_change") if view["reachable"] else None}
         nodes[host] = node
         if not view["reachable"]:
             problems.append("%s (%s): %s" % (host, node["role"], view.get("error") or "unreachable"))
@@ -394,6 +451,8 @@ def _deployment_row(dep_id, newest, holders, views):
             problems.append("%s: its state file records another launch than the head's newest record" % host)
         elif record == "missing":
             problems.append("%s: no state file for deployment %s" % (host, dep_id))
+        if node["pending_change"]:
+            problems.append(pending_problem(host, node["pending_change"]))
     image_ids = sorted(set(engine_ids.values()))
     if len(image_ids) > 1:
         problems.append("the members run different images (%s)" % ", ".join(i[:19] for i in image_ids))
@@ -487,7 +546,8 @@ def _node_row(host, view, stale_of):
            "status": "unreachable" if not reachable else "not_deployed" if read else "unknown",
            "serving": False, "reachable": reachable, "head": None, "members": [host],
            "nodes": {host: {"reachable": reachable, "role": None, "error": view.get("error"),
-                            "container": _container_row(view) if reachable else None, "state_record": None}},
+                            "container": _container_row(view) if reachable else None, "state_record": None,
+                            "pending_change": view.get("pending_change") if reachable else None}},
            "engine": None, "server": None, "state_updated_at": None, "state_file": None,
            "health": {"status": None, "error": None}, "model": {"expected": None, "served": None}, "acceptance": None,
            "problems": [], "missing": {}, "stale_records_on": []}
@@ -498,6 +558,8 @@ def _node_row(host, view, stale_of):
     elif view["container"].get("error"):
         row["problems"].append(docker_problem(host, view["container"]["error"]))
         row["missing"] = {"deployment": "the node is not reachable and no reachable node's state file names it"}
+    if reachable and view.get("pending_change"):
+        row["problems"].append(pending_problem(host, view["pending_change"]))
     for dep_id in stale_of:
         row["problems"].append("%s: holds an older state file of deployment %s, whose newest record does not name it"
                                % (host, dep_id))
@@ -556,7 +618,9 @@ def _cells(row):
     nodes = ",".join("%s%s" % (h, "" if n["reachable"] else "(unreachable)") for h, n in row["nodes"].items())
     containers = [n["container"] for n in row["nodes"].values() if n.get("container")]
     container = ("-" if not containers else
-                 ",".join("running" if c.get("running") else (c.get("status") or "?") for c in containers))
+                 ",".join(("running" if n["container"].get("running") else (n["container"].get("status") or "?"))
+                          + ("+pending" if n.get("pending_change") else "")
+                          for n in row["nodes"].values() if n.get("container")))
     server = row.get("server") or {}
     images = sorted({(c.get("image_id") or "").replace("sha256:", "")[:12] for c in containers if c.get("image_id")})
     acc = row.get("acceptance") or {}
@@ -576,10 +640,13 @@ def _cells(row):
 
 
 def table(rows):
-    """The rows as a text table (list of lines): a header and one line per row."""
+    """The rows as a text table (list of lines): a header and one line per row, then one ``PENDING`` line per node with
+    a pending container change (its problem line)."""
     cells = [list(TABLE_COLUMNS)] + [_cells(r) for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(TABLE_COLUMNS))]
-    return ["  ".join(c[i].ljust(widths[i]) for i in range(len(widths))).rstrip() for c in cells]
+    lines = ["  ".join(c[i].ljust(widths[i]) for i in range(len(widths))).rstrip() for c in cells]
+    return lines + ["PENDING " + pending_problem(host, node["pending_change"])
+                    for row in rows for host, node in row["nodes"].items() if node.get("pending_change")]
 
 
 def summary(rows):
@@ -598,8 +665,10 @@ def summary(rows):
             "uptime_seconds": server.get("uptime_seconds"), "acceptance_rate": acc.get("rate"),
             "draft_tokens": acc.get("draft_tokens"), "accepted_tokens": acc.get("accepted_tokens"),
             "problems": len(row["problems"]),
+            "pending_changes": sorted(h for h, n in row["nodes"].items() if n.get("pending_change")),
         }
-    others = {row["members"][0]: {"status": row["status"], "reachable": row["reachable"]}
+    others = {row["members"][0]: {"status": row["status"], "reachable": row["reachable"],
+                                  "pending_change": bool(row["nodes"][row["members"][0]].get("pending_change"))}
               for row in rows if row["kind"] == "node"}
     return {
         "deployments": deployments,

@@ -19,6 +19,9 @@ description:
     C(/proc/PID/status) C(NSpid), C(/proc/PID/stat) and C(/proc/PID/cmdline) on the node): running means alive and
     not a zombie, as C(server.sh status) decides. Its age comes from the process's start time in C(/proc/PID/stat)
     and C(/proc/uptime). Nothing is executed in the container."
+  - "A pending container change: C(O(state_dir)/container-previous.json), the record of the container the
+    C(trtllm_container) role keeps as C(<container>-previous) until the new server serves, and that container's
+    C(docker container inspect)."
   - "State files: every C(O(state_dir)/deployments/*.json) (schema 1, written by the specdec_server role), without
     the launch argv, environment and config text."
   - "For each state file that names this node (O(node)) as the deployment's head, and with O(probe): C(GET /health),
@@ -112,6 +115,16 @@ status:
     docker_error:
       description: Why the server process could not be read (C(docker top) failed), or null.
       type: str
+    pending_change:
+      description:
+        - A container change still pending (the C(trtllm_container) role kept the previous container, see
+          M(sparkops.specdec.engine_container)), read from C(O(state_dir)/container-previous.json) and
+          C(docker container inspect <container>-previous); null when there is no record.
+        - C(record) (its path), C(error) (an unreadable record, else null), C(kept_name), C(kept_image) and
+          C(kept_image_id) (what the previous container runs), C(requested_image) (the image of the change),
+          C(differences), C(kept_at), C(kept_container) (V(present) the recorded container is there, V(absent),
+          V(other) a container of that name with another id, V(unknown) Docker could not be read).
+      type: dict
   sample:
     node: spark-1
     now: "2026-11-23T18:40:02+00:00"
@@ -139,7 +152,10 @@ import urllib.error
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import ConnectionError as UrlsConnectionError, open_url
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _status
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container_change, _status
+
+# The record of a kept container (a pending container change) in state_dir, as the trtllm_container role writes it.
+RECORD_FILE = "container-previous.json"
 
 PROC = "/proc"
 
@@ -233,10 +249,13 @@ def probe(record, timeout, api_key=None):
 def gather(module, params, proc=None):
     proc = proc or PROC
     container = params["container"]
+    kept_name = _container_change.kept_name(container)
     if module.get_bin_path("docker"):
         rc, out, err = module.run_command(["docker", "container", "inspect", container])
+        kept = _status.kept_facts(*(module.run_command(["docker", "container", "inspect", kept_name]) + (kept_name,)))
     else:
         rc, out, err = 127, "", "docker: command not found"
+        kept = _status.kept_facts(rc, out, err, kept_name)
     status = {"node": params["node"], "now": datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat(),
               "container": _status.container_facts(rc, out, err, container), "docker_error": None}
     procs = []
@@ -247,6 +266,8 @@ def gather(module, params, proc=None):
     if not status["container"]["running"]:
         status["server_process"]["reason"] = "the container is %s" % status["container"]["status"]
     status["records"] = read_records(params["state_dir"])
+    record_path = os.path.join(params["state_dir"], RECORD_FILE)
+    status["pending_change"] = _status.pending_change(_read(record_path), kept, record_path)
     status["probes"] = []
     if params["probe"]:
         seen = set()

@@ -31,6 +31,10 @@ description:
     C(not_deployed) (reachable, no state file names it; an older state file that no longer names it is a problem
     line), C(unreachable), or C(unknown) (reachable, but nothing could be read there). Each row lists its
     C(problems) (one line each) and C(missing) (field -> why it could not be read)."
+  - "A pending container change on a member (the C(trtllm_container) role keeps the previous container as
+    C(<container>-previous) until the new server serves) is a problem line naming the kept image and the requested
+    one (a deployment that serves is then C(degraded)), the member's C(pending_change), and the summary's
+    C(pending_changes)."
   - Writes the JSON document to O(report_path) atomically, readable by its owner only (mode 0600), also in check mode
     (the file is output on the controller, not a change to a node).
   - Fails only on bad arguments or an unwritable O(report_path); a deployment that does not serve is a row, and
@@ -113,8 +117,10 @@ deployments:
       elements: str
     nodes:
       description: Member -> C(reachable), C(role) (head or worker), C(error), C(container) (C(exists), C(running),
-        C(status), C(image), C(image_id), C(started_at), C(uptime_seconds) (int, s), C(error)) and C(state_record)
-        (V(current), V(differs), V(missing)).
+        C(status), C(image), C(image_id), C(started_at), C(uptime_seconds) (int, s), C(error)), C(state_record)
+        (V(current), V(differs), V(missing)) and C(pending_change) (null, or the node's pending container change as
+        M(sparkops.specdec.specdec_status_facts) returns it, with C(kept_name), C(kept_image), C(kept_image_id),
+        C(requested_image), C(differences), C(kept_at), C(kept_container), C(record), C(error)).
       type: dict
     engine:
       description: V(trtllm) or V(llamacpp), from the state file.
@@ -147,7 +153,8 @@ deployments:
       type: list
       elements: str
 table:
-  description: The rows as a text table, a header line and one line per row.
+  description: The rows as a text table, a header line and one line per row (a node with a pending container change
+    shows C(+pending) in CONTAINER), then one C(PENDING) line per such node.
   returned: always
   type: list
   elements: str
@@ -156,8 +163,9 @@ table:
 summary:
   description: The per-deployment summary (for C(ansible.builtin.set_stats)), C(deployments) (id -> C(status),
     C(serving), C(reachable), C(head), C(members), C(engine), C(method), C(max_draft_len), C(model), C(health),
-    C(image_id), C(uptime_seconds), C(acceptance_rate), C(draft_tokens), C(accepted_tokens), C(problems) (count)),
-    C(serving) and C(not_serving) (ids), C(nodes_without_deployment) and C(unreachable_nodes).
+    C(image_id), C(uptime_seconds), C(acceptance_rate), C(draft_tokens), C(accepted_tokens), C(problems) (count),
+    C(pending_changes) (members with a pending container change)), C(serving) and C(not_serving) (ids),
+    C(nodes_without_deployment) (node -> C(status), C(reachable), C(pending_change) (bool)) and C(unreachable_nodes).
   returned: always
   type: dict
 all_serving:

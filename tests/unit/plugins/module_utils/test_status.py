@@ -271,7 +271,8 @@ def test_host_that_left_the_play_is_unreachable():
     node = rows[1]
     assert node["kind"] == "node" and node["deployment"] is None and node["reachable"] is False
     assert "left the play" in node["nodes"]["spark-3"]["error"]
-    assert _status.summary(rows)["nodes_without_deployment"] == {"spark-3": {"status": "unreachable", "reachable": False}}
+    assert _status.summary(rows)["nodes_without_deployment"] == {
+        "spark-3": {"status": "unreachable", "reachable": False, "pending_change": False}}
 
 
 def test_stale_pair_record_on_the_old_worker_after_a_single_spark_deploy():
@@ -424,3 +425,81 @@ def test_member_whose_status_could_not_be_read():
     assert row["status"] == "degraded" and row["nodes"]["spark-2"]["reachable"] is True
     assert row["problems"] == ["spark-2: no status read: specdec_status_facts: timeout=0 is below 1: set "
                                "status_http_timeout to a number of seconds >= 1."]
+
+
+# ---------------------------------------------------------------- a pending container change
+OLD_IMAGE = "sparkops-lab/llamacpp-server:b0"
+KEPT_ID = "f" * 64
+RECORD = "/var/lib/sparkops/specdec/container-previous.json"
+
+
+def change_record(name="trtllm-multinode", container_id=KEPT_ID):
+    """A record as module_utils/_container_change.new_record writes it: OLD_IMAGE kept for a change to IMAGE."""
+    return {"schema_version": 1, "name": name, "kept_name": name + "-previous", "kept_at": "2026-11-24T04:00:00+00:00",
+            "container": {"id": container_id, "created": "",
+                          "settings": {"image": OLD_IMAGE, "image_id": OTHER_IMAGE_ID}},
+            "change": {"image": IMAGE, "reference": IMAGE, "differences": ["image"]}, "sshd": {}}
+
+
+def kept_inspect(container_id=KEPT_ID):
+    return json.dumps([{"Id": container_id, "Image": OTHER_IMAGE_ID, "Config": {"Image": OLD_IMAGE},
+                        "State": {"Status": "exited", "Running": False}}])
+
+
+def pending(container_id=KEPT_ID, kept=(0, None, "")):
+    rc, out, err = kept
+    facts = _status.kept_facts(rc, kept_inspect(container_id) if out is None else out, err, "trtllm-multinode-previous")
+    return _status.pending_change(json.dumps(change_record()), facts, RECORD)
+
+
+def test_pending_change_names_the_kept_and_the_requested_image():
+    assert _status.pending_change(None, None, RECORD) is None
+    assert pending() == {"record": RECORD, "error": None, "kept_name": "trtllm-multinode-previous",
+                         "kept_image": OLD_IMAGE, "kept_image_id": OTHER_IMAGE_ID, "requested_image": IMAGE,
+                         "differences": ["image"], "kept_at": "2026-11-24T04:00:00+00:00", "kept_container": "present"}
+    assert pending(container_id="a" * 64)["kept_container"] == "other"
+    assert pending(kept=(1, "", "Error: No such object: trtllm-multinode-previous"))["kept_container"] == "absent"
+    assert pending(kept=(1, "", "Cannot connect to the Docker daemon"))["kept_container"] == "unknown"
+    bad = _status.pending_change("{not json", None, RECORD)
+    assert bad["error"] == "not a container change record of schema 1" and bad["kept_name"] is None
+
+
+def test_pending_problem_lines():
+    assert _status.pending_problem("spark-1", None) is None
+    assert _status.pending_problem("spark-1", pending()) == (
+        "spark-1: a container change to %s is pending since 2026-11-24T04:00:00+00:00: the previous container (image "
+        "%s) is kept, stopped, as trtllm-multinode-previous; re-run the deployment to finish it (the kept container "
+        "goes once the new server serves)" % (IMAGE, OLD_IMAGE))
+    assert "is recorded, but trtllm-multinode-previous is gone (it cannot be restored)" in _status.pending_problem(
+        "spark-1", pending(kept=(1, "", "No such object")))
+    assert _status.pending_problem("spark-1", _status.pending_change("[]", None, RECORD)) == (
+        "spark-1: the container change record %s cannot be read (not a container change record of schema 1): remove "
+        "it, or run teardown.yml" % RECORD)
+
+
+def test_deployment_with_a_pending_change_is_degraded_with_its_line_in_the_table():
+    st = state(k=2)
+    fact = node_fact("spark-1", [st], [probe_of(st, metrics_text=fixture("llamacpp-metrics-after.txt"))])
+    fact["status"]["pending_change"] = pending()
+    rows = _status.build_rows(["spark-1"], ["spark-1"], {"spark-1": fact})
+    row = rows[0]
+    assert row["status"] == "degraded" and row["nodes"]["spark-1"]["pending_change"] == pending()
+    assert row["problems"] == [_status.pending_problem("spark-1", pending())]
+    assert _status.summary(rows)["deployments"]["spark-1"]["pending_changes"] == ["spark-1"]
+    lines = _status.table(rows)
+    assert len(lines) == 3 and lines[1].split()[3] == "running+pending"
+    assert lines[2] == "PENDING " + _status.pending_problem("spark-1", pending())
+    # Without a record the same node serves and the table has no PENDING line.
+    del fact["status"]["pending_change"]
+    rows = _status.build_rows(["spark-1"], ["spark-1"], {"spark-1": fact})
+    assert rows[0]["status"] == "serving" and rows[0]["nodes"]["spark-1"]["pending_change"] is None
+    assert len(_status.table(rows)) == 2
+
+
+def test_node_without_deployment_reports_its_pending_change():
+    fact = node_fact("spark-2")
+    fact["status"]["pending_change"] = pending()
+    rows = _status.build_rows(["spark-2"], None, {"spark-2": fact})
+    assert rows[0]["status"] == "not_deployed"
+    assert rows[0]["problems"] == [_status.pending_problem("spark-2", pending())]
+    assert _status.summary(rows)["nodes_without_deployment"]["spark-2"]["pending_change"] is True

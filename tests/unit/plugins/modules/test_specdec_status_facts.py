@@ -41,13 +41,16 @@ class Node(object):
 
     def run_command(self, args, **kwargs):
         self.calls.append(list(args))
-        return self.outputs.get(tuple(args[:2]), (0, "", ""))
+        return self.outputs.get(tuple(args), self.outputs.get(tuple(args[:2]), (0, "", "")))
 
 
 def _raise(cls):
     def handler(self, **kwargs):
         raise cls(kwargs)
     return handler
+
+
+KEPT_INSPECT = ("docker", "container", "inspect", "trtllm-multinode-previous")
 
 
 @pytest.fixture
@@ -67,6 +70,7 @@ def node(monkeypatch, tmp_path):
     monkeypatch.setattr(specdec_status_facts, "PROC", str(proc))
     fake.outputs[("docker", "container")] = (0, ts.inspect_json(), "")
     fake.outputs[("docker", "top")] = (0, "PID\n4100\n4242\n", "")
+    fake.outputs[KEPT_INSPECT] = (1, "", "Error: No such object: trtllm-multinode-previous")
     return fake
 
 
@@ -149,8 +153,9 @@ def test_head_reads_container_process_records_and_its_server(node, server, tmp_p
     assert probe["metrics"]["path"] == "/metrics" and counters["draft_tokens"] == 540 and counters["accepted_tokens"] == 504
     assert Server.seen == ["/health", "/v1/models", "/metrics"]
     # Read-only: only docker inspect and docker top were run.
-    assert node.calls == [["docker", "container", "inspect", "trtllm-multinode"],
+    assert node.calls == [["docker", "container", "inspect", "trtllm-multinode"], list(KEPT_INSPECT),
                           ["docker", "top", "trtllm-multinode", "-eo", "pid"]]
+    assert status["pending_change"] is None
     # Check mode reads the same (the node clock aside).
     again = call({"node": "spark-1", "container": "trtllm-multinode", "state_dir": str(state_dir)}, check_mode=True)
     assert dict(again["status"], now=None) == dict(status, now=None)
@@ -224,3 +229,22 @@ def test_api_key_is_sent_and_never_returned(node, server, tmp_path):
     # /health goes without it (exempt): the key travels only where it is needed.
     assert Server.auth == [None, "Bearer " + API_KEY, "Bearer " + API_KEY]
     assert API_KEY not in json.dumps(got)
+
+
+def test_pending_container_change_is_read_from_the_record_and_the_kept_container(node, tmp_path):
+    state_dir = tmp_path / "state"
+    state_dir.mkdir()
+    record = ts.change_record()
+    (state_dir / "container-previous.json").write_text(json.dumps(record))
+    node.outputs[KEPT_INSPECT] = (0, json.dumps([{"Id": record["container"]["id"], "Image": ts.OTHER_IMAGE_ID,
+                                                  "Config": {"Image": ts.OLD_IMAGE},
+                                                  "State": {"Status": "exited", "Running": False}}]), "")
+    status = call({"node": "spark-1", "state_dir": str(state_dir), "probe": False})["status"]
+    assert status["pending_change"] == {
+        "record": str(state_dir / "container-previous.json"), "error": None, "kept_name": "trtllm-multinode-previous",
+        "kept_image": ts.OLD_IMAGE, "kept_image_id": ts.OTHER_IMAGE_ID, "requested_image": ts.IMAGE,
+        "differences": ["image"], "kept_at": "2026-11-24T04:00:00+00:00", "kept_container": "present"}
+    # The kept container gone: still pending (the record says so), but it can no longer be restored.
+    node.outputs[KEPT_INSPECT] = (1, "", "Error: No such object: trtllm-multinode-previous")
+    status = call({"node": "spark-1", "state_dir": str(state_dir), "probe": False})["status"]
+    assert status["pending_change"]["kept_container"] == "absent"
