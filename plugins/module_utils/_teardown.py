@@ -184,9 +184,11 @@ def plan_node(host, probe, options):
     probe: the node's merged probe (``_preflight.merge_probe``): ``state`` (docker inspect), ``cache`` (the cache
     path), ``dirs`` (its directories), ``netplan`` (the file's content), ``addrs`` (ip -o -4 addr show), ``kept``
     (docker inspect of <container>-previous), ``record`` (the container change record's content), ``record_path``
-    (its path on the node). options: container, previous_record (the record's path when the probe has none), netplan_file, remove_models, remove_netplan, check_mode, management (the node's
-    ansible_host), netplan_apply (netplan_qsfp_apply and netplan_qsfp_apply_method == netplan).
-    Returns a dict: container, stop_server, previous (kept_container's plan), models, netplan_ours, netplan_note, addresses ({cidr, dev}),
+    (its path on the node). options: container, previous_record (the record's path when the probe has none),
+    netplan_file, remove_models, remove_netplan, check_mode, management (the node's ansible_host), netplan_apply
+    (netplan_qsfp_apply and netplan_qsfp_apply_method == netplan).
+    Returns a dict: container, stop_server, previous (kept_container's plan), models, netplan_ours, netplan_note,
+    addresses ({cidr, dev}),
     netplan_apply, removals (the plan lines) and notes.
     """
     probe = probe or {}
