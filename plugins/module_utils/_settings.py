@@ -945,6 +945,7 @@ BOUNDS = {
     'trtllm_container_cuda_env': _Check(_env_dict),
     'trtllm_container_env': _Check(_env_dict),
     'trtllm_container_start_timeout': _int_range(1, note='seconds'),
+    'trtllm_container_image_peer_copy_timeout': _int_range(1, note='seconds; the default is 7200'),
     'trtllm_container_trtllm_version': _Check(_trtllm_version),
 
     # --- specdec_common (one name per fact) ---

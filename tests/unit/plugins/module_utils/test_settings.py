@@ -219,6 +219,10 @@ NEGATIVE_CASES = [
      'is not a boolean'),
     ('allow-recreate-not-bool', {'trtllm_container_allow_recreate': 'if needed'}, 'trtllm_container_allow_recreate',
      'is not a boolean'),
+    ('image-peer-copy-not-bool', {'trtllm_container_image_peer_copy': 'maybe'}, 'trtllm_container_image_peer_copy',
+     'is not a boolean'),
+    ('image-peer-copy-timeout-zero', {'trtllm_container_image_peer_copy_timeout': 0},
+     'trtllm_container_image_peer_copy_timeout', 'is out of range'),
     ('start-timeout-zero', {'trtllm_container_start_timeout': 0}, 'trtllm_container_start_timeout',
      '0 is out of range; set an integer of at least 1 (seconds)'),
 
@@ -323,6 +327,7 @@ NEGATIVE_CASES = [
     ('hf-endpoint-no-scheme', {'specdec_server_hf_endpoint': 'hf-mirror.example.com'}, 'specdec_server_hf_endpoint',
      'is not a http:// or https:// URL'),
     ('download-not-bool', {'specdec_server_download': 'later'}, 'specdec_server_download', 'is not a boolean'),
+    ('peer-copy-not-bool', {'specdec_server_peer_copy': 'sometimes'}, 'specdec_server_peer_copy', 'is not a boolean'),
     ('download-timeout-zero', {'specdec_server_download_timeout': 0}, 'specdec_server_download_timeout',
      'is out of range'),
     ('max-workers-zero', {'specdec_server_download_max_workers': 0}, 'specdec_server_download_max_workers',

@@ -1,0 +1,149 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+---
+module: docker_image_peer_copy
+short_description: Copy a Docker image from a peer node over SSH, verified by its image id
+version_added: 0.3.0
+description:
+  - Runs on the node that receives (the worker of a pair), after the sender (the head) pulled or loaded O(name).
+  - When this node already holds O(name) as the image O(image_id), nothing happens (C(changed) V(false)).
+  - Otherwise C(ssh [O(ssh_options)] -o ConnectTimeout=O(connect_timeout) O(source_address) docker save -- O(name)) is
+    streamed into this node's C(docker load) (the SSH client and Docker CLI already on the node; nothing is installed).
+    Docker checks every layer against the image's configuration while it loads; the id of the image O(name) then
+    names must be O(image_id).
+  - A damaged stream (C(docker load) fails, or the loaded image has another id) fails with one line naming the image,
+    and O(name) is given back to the image it named before (or untagged when it named none), so a wrong image is never
+    left under the name.
+author:
+  - sparkops maintainers (@sparkops)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: Compares the local image id with O(image_id) and reports whether it would copy; connects to nothing.
+  diff_mode:
+    support: none
+  platform:
+    platforms: posix
+options:
+  name:
+    description: The image reference on both nodes (e.g. V(nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12)).
+    type: str
+    required: true
+  image_id:
+    description: The sender's image id (V(sha256:<64 hex>), C(Id) of its C(docker image inspect)).
+    type: str
+    required: true
+  source_address:
+    description: Address of the sender that this node's SSH client reaches (in a pair, the head's fabric address).
+    type: str
+    required: true
+  source_name:
+    description: Name of the sender in messages (e.g. its inventory name). Default O(source_address).
+    type: str
+  ssh_options:
+    description: Options of the C(ssh) client, before the address.
+    type: list
+    elements: str
+    default: ['-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=yes']
+  connect_timeout:
+    description: SSH connection timeout, in seconds.
+    type: int
+    default: 10
+notes:
+  - The user running the module must be able to run C(docker) on both nodes (the C(docker_group) role).
+  - "C(error_kind) of a failure: C(mismatch) (docker load failed, or another id), C(transport) (ssh or docker save
+    failed: its last line is in the message), C(invalid_option)."
+"""
+
+EXAMPLES = r"""
+- name: Copy the engine image from the head to the worker over the fabric
+  sparkops.specdec.docker_image_peer_copy:
+    name: nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12
+    image_id: "{{ hostvars['spark-1'].trtllm_container_image_info.id }}"
+    source_address: 192.168.100.10
+    source_name: spark-1
+  when: inventory_hostname == 'spark-2'
+"""
+
+RETURN = r"""
+copied:
+  description: Whether the image was streamed from the sender (in check mode, would be).
+  returned: success
+  type: bool
+  sample: true
+image:
+  description: C(docker image inspect) of O(name) after the run (as C(community.docker.docker_image) returns it); V({}) in check mode before a copy.
+  returned: success
+  type: dict
+  sample: {Id: "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}
+previous_id:
+  description: Id of the image O(name) named before the run (V(null) when none).
+  returned: success
+  type: str
+  sample: null
+bytes_copied:
+  description: Bytes of the C(docker save) stream received.
+  returned: success
+  type: int
+  sample: 21474836480
+stream_sha256:
+  description: sha256 of the stream received (V(null) when nothing was copied).
+  returned: success
+  type: str
+  sample: 9d1e3f2c6f0e1b3d0a9c8b7a6f5e4d3c2b1a09f8e7d69d1e3f2c6f0e1b3d0a9c
+source:
+  description: The sender's name.
+  returned: success
+  type: str
+  sample: spark-1
+error_kind:
+  description: Class of the failure (see the notes).
+  returned: failure
+  type: str
+  sample: mismatch
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.sparkops.specdec.plugins.module_utils import _peer_copy
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            name=dict(type='str', required=True),
+            image_id=dict(type='str', required=True),
+            source_address=dict(type='str', required=True),
+            source_name=dict(type='str'),
+            ssh_options=dict(type='list', elements='str', default=list(_peer_copy.DEFAULT_SSH_OPTIONS)),
+            connect_timeout=dict(type='int', default=10),
+        ),
+        supports_check_mode=True,
+    )
+    p = module.params
+    address = (p['source_address'] or '').strip()
+    if not address or address.startswith('-') or any(c.isspace() for c in address):
+        module.fail_json(msg='source_address %r is not an address: set the sender\'s fabric address, e.g. 192.168.100.10'
+                         % address, error_kind='invalid_option')
+    if p['connect_timeout'] < 1:
+        module.fail_json(msg='connect_timeout must be >= 1 second (got %d)' % p['connect_timeout'], error_kind='invalid_option')
+    docker = _peer_copy.DockerCli(module.get_bin_path('docker', required=True))
+    transport = _peer_copy.SshImageTransport(address, p['ssh_options'], p['connect_timeout'])
+    try:
+        result = _peer_copy.copy_image(p['name'], (p['image_id'] or '').strip(), docker, transport,
+                                       p['source_name'] or address, module.check_mode)
+    except _peer_copy.PeerCopyError as e:
+        module.fail_json(msg=e.msg, error_kind=e.kind)
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()
