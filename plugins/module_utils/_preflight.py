@@ -48,7 +48,7 @@ FIXES = {
     "ports_free": "Stop that process, or set specdec_server_port / specdec_container_ssh_port to free ports.",
     "endpoint_exposure": "Bind one network: specdec_server_host: loopback (clients on the node) or management (clients on "
                          "the management network); with engine llamacpp set specdec_server_api_key (in Ansible Vault); "
-                         "or admit only your client networks to the port with a host firewall.",
+                         "or admit only your client networks to the port with specdec_server_allowed_networks (ufw).",
     "clock_sync": "sudo timedatectl set-ntp true",
     "hf_access": "Set a valid token (specdec_server_hf_token / HF_TOKEN) and request access to each gated repo on the "
                  "Hub.",
@@ -379,14 +379,20 @@ def check_ports_free(node, probe, ctx):
 
 
 def check_endpoint_exposure(node, probe, ctx):
-    """Who may call the endpoint, from the plan (the bind address and the API key): warns when the server listens on
-    every interface without a key. A host firewall is not looked at (the warning says so)."""
+    """Who may call the endpoint, from the plan (the bind address, the API key and specdec_server_allowed_networks):
+    warns when the server listens on every interface without a key and without our host firewall. A firewall of the
+    user's own is not looked at (the warning says so)."""
     head, exposure, host, port = ctx["head"], ctx["exposure"], ctx["bind_host"], ctx["server_port"]
     if not exposure:
         return "skip", "skipped: the plan names no bind address"
     if head and node != head:
         return "skip", "skipped: the server listens on the head (%s)" % head
     where = "%s:%s" % ("[%s]" % host if ":" in str(host) else host, port)
+    allowed = ctx.get("allowed_networks") or []
+    if allowed and exposure != "loopback":
+        return "pass", ("the endpoint listens on %s%s; the host firewall (ufw, specdec_server_allowed_networks) admits "
+                        "only %s to port %s" % (where, "" if ctx["api_key"] else " with no API key", ", ".join(allowed),
+                                                port))
     if exposure == "open_unauthenticated":
         return "warn", ("the endpoint listens on %s (every interface) with no API key: anyone on any network this node is "
                         "on can call it (a host firewall, if any, is not checked)" % where)
@@ -911,6 +917,7 @@ def context(hosts, probes, fabric=None, hf_results=None, plan=None, settings=Non
         "bind_host": inner.get("host"),
         "exposure": inner.get("exposure"),
         "api_key": bool(inner.get("api_key")),
+        "allowed_networks": list(inner.get("allowed_networks") or []),
         "image": deployment.get("image") or inner.get("image") or "",
         "two": (deployment.get("topology") or inner.get("topology") or "two_sparks") == "two_sparks",
         "container": settings.get("container", ""),

@@ -37,7 +37,7 @@ import math
 import os
 import re
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _container
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _firewall
 
 COLLECTION = 'sparkops.specdec'
 
@@ -663,6 +663,11 @@ def _bind_address(value, shown):
             'address of the node, or 0.0.0.0 (every interface).' % shown]
 
 
+def _client_network(value, shown):
+    problem = _firewall.network_problem(value, shown)
+    return [problem] if problem else []
+
+
 def _file_name(example):
     def check(value, shown):
         if re.fullmatch(r'[A-Za-z0-9_.-]+', value) and not value.startswith('.'):
@@ -981,6 +986,8 @@ BOUNDS = {
     'specdec_server_tp_size': _int_range(1, 2, '1 for one Spark, 2 for a Spark pair'),
     'specdec_server_port': _int_range(1, 65535, 'the runbook uses 8000 on one Spark, 8355 on two'),
     'specdec_server_host': _Check(_bind_address),
+    # Host firewall: client networks in CIDR form (netaddr), checked here so that a typo stops before any change.
+    'specdec_server_allowed_networks': _each(_client_network),
     'specdec_server_max_batch_size': _int_range(1),
     'specdec_server_max_num_tokens': _int_range(1),
     # A fraction of the free GPU memory: 0 leaves no KV cache, above 1 does not exist.

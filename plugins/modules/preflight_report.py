@@ -26,7 +26,8 @@ description:
     no peer address is known, or (containers) when the container is not running or Docker is not usable."
   - "C(endpoint_exposure) (on the head; skips on the worker): warns when the plan binds the server to every interface
     (C(0.0.0.0), C(::)) without C(specdec_server_api_key), i.e. the endpoint is open to every network the node is on; a
-    host firewall is not looked at. Passes for C(loopback), one address, or every interface with an API key."
+    host firewall of the user's own is not looked at. Passes for C(loopback), one address, every interface with an API
+    key, or when C(specdec_server_allowed_networks) has the role's ufw admit only those client networks."
   - "C(hub_reach): the node's own request to the Hub or mirror (C(specdec_server_hf_endpoint), else the node's
     E(HF_ENDPOINT), else the public Hub). Fails on DNS failure, connection refused, no route, timeout, a closed
     connection, TLS errors (certificate not yet valid: the clock; expired; untrusted issuer; name mismatch), HTTP 407

@@ -57,6 +57,10 @@ def requirements(lines):
     return out
 
 
+# The files ansible-builder introspects in a dependency collection (its default paths).
+DEPENDENCY_FILES = ("requirements.txt", "bindep.txt", "meta/execution-environment.yml")
+
+
 def installed_collection(fqcn):
     """The directory of an installed collection (the `ansible` package's, .build/collections), or None."""
     namespace, name = fqcn.split(".")
@@ -123,7 +127,10 @@ def ee_problems(root, workdir):
         if line not in by_source.get(("system", "user"), []):
             problems.append("bindep.txt %s is not in the EE's system packages" % line)
     for name in wanted:
-        if installed_collection(name) is not None and not any(key[1] == name for key in by_source):
+        found = installed_collection(name)
+        # A dependency that declares no requirement files (community.general ships none) has nothing to find.
+        declares = found is not None and any((found / f).is_file() for f in DEPENDENCY_FILES)
+        if declares and not any(key[1] == name for key in by_source):
             problems.append("introspection found no requirements of %s" % name)
 
     # ansible-core: the requirements.txt range, inside requires_ansible.
