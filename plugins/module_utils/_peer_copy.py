@@ -18,9 +18,9 @@ copies it over the fabric.
   link, or local_dir file plus download metadata). A mismatch removes the temporary file and fails with one line
   naming the file. The commit's listing and ref are recorded as hf_download records them, so ``hf_download``
   with ``offline=true`` accepts the copy, and a second run finds every file complete and copies nothing.
-* ``copy_image`` (on the peer): the head's ``docker save`` streamed over SSH into the peer's ``docker load`` (Docker
-  checks each layer against the image config), then the id the name got must be the head's; otherwise the name is
-  given back to the image it named before and the copy fails with one line.
+* ``copy_image`` (on the peer, when it has no image under the name): the head's ``docker save`` streamed over SSH into
+  the peer's ``docker load`` (Docker checks each layer against the image config), then the id the name got must be the
+  head's; otherwise the wrong image is untagged and the copy fails with one line.
 """
 
 from __future__ import annotations
@@ -448,12 +448,13 @@ class SshImageTransport:
 
 def copy_image(name, expected_id, docker, transport, source_name, check_mode=False):
     """Make this node hold ``name`` as the image ``expected_id`` (the sender's), streaming it from the sender only
-    when it does not already.
+    when this node has no image under ``name``. An image already under the name is never replaced (``differs`` says
+    whether it is another one than the sender's: the same-image check of the deployment refuses that).
 
     The stream goes straight into ``docker load`` (Docker checks every layer against the image's config); the id of
     what got the name must then be ``expected_id``. A damaged stream (load fails, or another id) fails with one line;
-    the name is given back to the image it named before (or removed when there was none), so a wrong image is never
-    left under it. Returns ``{changed, copied, image (inspect, {} in check mode before a copy), previous_id,
+    the name is given back to the image it named before (none: the wrong image is untagged), so a wrong image is never
+    left under it. Returns ``{changed, copied, differs, image (inspect, {} in check mode before a copy), previous_id,
     bytes_copied, stream_sha256, source}``.
     """
     if not expected_id or not re.match(r'^sha256:[0-9a-f]{64}$', str(expected_id)):
@@ -463,8 +464,12 @@ def copy_image(name, expected_id, docker, transport, source_name, check_mode=Fal
     previous_id = (before or {}).get('Id')
     result = {'changed': False, 'copied': False, 'image': before or {}, 'previous_id': previous_id,
               'bytes_copied': 0, 'stream_sha256': None, 'source': source_name}
-    if previous_id == expected_id:
+    if previous_id:
+        # Present (the head's image, or another one): never replaced, as docker_image never pulls a present tag again.
+        # Another image is refused by the deployment's same-image check, which names both ids and the fix.
+        result['differs'] = previous_id != expected_id
         return result
+    result['differs'] = False
     result.update(changed=True, copied=True)
     if check_mode:
         result['image'] = {}

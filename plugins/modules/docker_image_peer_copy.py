@@ -12,14 +12,15 @@ short_description: Copy a Docker image from a peer node over SSH, verified by it
 version_added: 0.3.0
 description:
   - Runs on the node that receives (the worker of a pair), after the sender (the head) pulled or loaded O(name).
-  - When this node already holds O(name) as the image O(image_id), nothing happens (C(changed) V(false)).
+  - When this node already holds an image under O(name), nothing happens (C(changed) V(false)); it is never replaced,
+    as C(community.docker.docker_image) never pulls a present tag again. RV(differs) says whether it is another image
+    than O(image_id) (the C(trtllm_container) role's same-image check then refuses the deployment, naming both ids).
   - Otherwise C(ssh [O(ssh_options)] -o ConnectTimeout=O(connect_timeout) O(source_address) docker save -- O(name)) is
     streamed into this node's C(docker load) (the SSH client and Docker CLI already on the node; nothing is installed).
     Docker checks every layer against the image's configuration while it loads; the id of the image O(name) then
     names must be O(image_id).
   - A damaged stream (C(docker load) fails, or the loaded image has another id) fails with one line naming the image,
-    and O(name) is given back to the image it named before (or untagged when it named none), so a wrong image is never
-    left under the name.
+    and the wrongly loaded image is untagged, so a wrong image is never left under the name.
 author:
   - sparkops maintainers (@sparkops)
 extends_documentation_fragment:
@@ -79,6 +80,11 @@ copied:
   returned: success
   type: bool
   sample: true
+differs:
+  description: Whether this node already held another image than O(image_id) under O(name) (left as it was).
+  returned: success
+  type: bool
+  sample: false
 image:
   description: C(docker image inspect) of O(name) after the run (as C(community.docker.docker_image) returns it); V({}) in check mode before a copy.
   returned: success

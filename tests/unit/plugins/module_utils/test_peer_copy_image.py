@@ -108,39 +108,48 @@ def test_check_mode_connects_to_nothing():
     assert r['changed'] and r['image'] == {} and calls == [] and docker.loads == 0
 
 
-def test_a_byte_flipped_in_a_layer_in_transit_fails_and_keeps_the_old_image_under_the_name():
-    old_stream, old_id = saved_image('old')
+def test_a_byte_flipped_in_a_layer_in_transit_fails_and_leaves_no_image_under_the_name():
     stream, iid = saved_image('new')
     docker = FakeDocker()
-    docker.load(lambda write: write(old_stream))
     with pytest.raises(_peer_copy.PeerCopyError) as err:
         _peer_copy.copy_image(NAME, iid, docker, sender(stream, flip_at=stream.index(LAYER) + 7), 'spark-1')
     msg = err.value.msg
     assert err.value.kind == 'mismatch' and '\n' not in msg
     assert msg.startswith("%s: the image copied from spark-1 does not match the sender's id %s: docker load failed "
                           "(Error processing tar file: invalid diffID" % (NAME, iid))
-    assert 'the name still names %s' % old_id in msg
-    assert docker.tags[NAME] == old_id
+    assert 'the name still names no image' in msg and NAME not in docker.tags
 
 
-def test_a_byte_flipped_in_the_config_gives_another_id_which_is_refused_and_the_name_given_back():
+def test_a_byte_flipped_in_the_config_gives_another_id_which_is_refused_and_untagged():
+    stream, iid = saved_image('new')
+    docker = FakeDocker()
+    at = stream.index(b'"new"') + 1  # "new" -> "oew": valid JSON, another config, another id
+    with pytest.raises(_peer_copy.PeerCopyError, match=r"the loaded image has id sha256:[0-9a-f]{64} .*the wrong image "
+                                                       r"was untagged") as err:
+        _peer_copy.copy_image(NAME, iid, docker, sender(stream, flip_at=at), 'spark-1')
+    assert err.value.kind == 'mismatch' and NAME not in docker.tags
+    # a clean re-run copies it
+    assert _peer_copy.copy_image(NAME, iid, docker, sender(stream), 'spark-1')['image']['Id'] == iid
+
+
+def test_another_image_already_under_the_name_is_never_replaced():
     old_stream, old_id = saved_image('old')
     stream, iid = saved_image('new')
-    docker = FakeDocker()
+    docker, calls = FakeDocker(), []
     docker.load(lambda write: write(old_stream))
-    at = stream.index(b'"new"') + 1  # "new" -> "oew": valid JSON, another config, another id
-    with pytest.raises(_peer_copy.PeerCopyError, match=r"the loaded image has id sha256:[0-9a-f]{64} .*the name was "
-                                                       r"given back to " + old_id) as err:
-        _peer_copy.copy_image(NAME, iid, docker, sender(stream, flip_at=at), 'spark-1')
-    assert err.value.kind == 'mismatch' and docker.tags[NAME] == old_id
+    r = _peer_copy.copy_image(NAME, iid, docker, sender(stream, calls=calls), 'spark-1')
+    assert r['changed'] is False and r['copied'] is False and r['differs'] is True and r['image']['Id'] == old_id
+    assert calls == [] and docker.loads == 1 and docker.tags[NAME] == old_id
 
 
-def test_a_wrong_image_with_no_previous_one_is_untagged():
-    stream, iid = saved_image('new')
+def test_the_name_is_given_back_to_the_image_it_named_when_a_load_retags_it():
+    """_give_name_back: a load that moved the name from an image to a wrong one gives it back."""
     docker = FakeDocker()
-    with pytest.raises(_peer_copy.PeerCopyError, match='the wrong image was untagged'):
-        _peer_copy.copy_image(NAME, iid, docker, sender(stream, flip_at=stream.index(b'"new"') + 1), 'spark-1')
-    assert NAME not in docker.tags
+    docker.images['sha256:' + '1' * 64] = {'Id': 'sha256:' + '1' * 64}
+    docker.tags[NAME] = 'sha256:' + '2' * 64
+    assert _peer_copy._give_name_back(docker, NAME, 'sha256:' + '1' * 64, 'sha256:' + '2' * 64) == \
+        'the name was given back to sha256:' + '1' * 64
+    assert docker.tags[NAME] == 'sha256:' + '1' * 64
 
 
 def test_a_failed_transport_is_reported_as_such():
