@@ -14,7 +14,7 @@ PLAYBOOK := $(BIN)/ansible-playbook
 LAB_INV := inventories/lab/hosts.yml
 MOLECULE_TEST := MOLECULE=$(BIN)/molecule bash tests/ci/molecule-test.sh
 
-.PHONY: help deps venv link host-deps lab-up lab-down demo ee test changelog-lint lint sanity units molecule bench bench-converge bench-tune bench-sweep preflight clean
+.PHONY: help deps venv link host-deps lab-up lab-down lab-fleet-up lab-fleet-down demo ee test changelog-lint lint sanity units molecule bench bench-converge bench-fleet bench-tune bench-sweep preflight clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -42,8 +42,14 @@ host-deps:  ## Docker engine and debootstrap on this machine (Debian/Ubuntu, as 
 lab-up: deps host-deps  ## bring up the lab: two simulated Sparks and a HF-compatible hub
 	$(PLAYBOOK) tests/lab/up.yml
 
-lab-down: deps  ## remove the lab containers, volumes and networks
+lab-down: deps  ## remove the lab containers, volumes and networks (the fleet's extra nodes too)
 	$(PLAYBOOK) tests/lab/down.yml
+
+lab-fleet-up: lab-up  ## also bring up the fleet's three extra nodes (spark-3..5: a second pair and a single Spark; molecule/fleet does this itself)
+	$(PLAYBOOK) tests/lab/up.yml -e lab_fleet=true
+
+lab-fleet-down: deps  ## remove only the fleet's extra nodes
+	$(PLAYBOOK) tests/lab/down.yml -e lab_fleet_only=true
 
 demo: lab-up  ## run the main job (two_sparks.yml) on the lab and print a chat completion
 	$(PLAYBOOK) -i $(LAB_INV) playbooks/two_sparks.yml
@@ -53,6 +59,9 @@ bench: deps  ## hf_download throughput vs `hf download`, and no-op time (local h
 
 bench-converge: lab-up  ## warm no-op time of two_sparks.yml on a converged lab (make demo first): median, spread, tasks per node (RUNS=5)
 	$(BIN)/python tests/bench/converge_bench.py $(if $(RUNS),--runs $(RUNS))
+
+bench-fleet: lab-fleet-up  ## fleet.yml (two pairs + a single Spark at once) / two_sparks.yml of one pair, wall time on the five-node lab, from torn-down deployments (RUNS=3 interleaved rounds); logs in .lab/bench/fleet
+	$(BIN)/python tests/bench/fleet_bench.py $(if $(RUNS),--runs $(RUNS)) --log-dir .lab/bench/fleet --json-out .lab/bench/fleet/figures.json
 
 BENCH_LAB := -i $(LAB_INV) playbooks/benchmark.yml -e @inventories/lab/llamacpp.yml -e @inventories/lab/benchmark-lab.yml \
 	-e specdec_benchmark_allow_restart=true -e trtllm_container_allow_recreate=true

@@ -236,6 +236,9 @@ _PROMPTS = (("ask_vault_pass", "--ask-vault-pass", "--vault-password-file FILE (
 def select(fleet, wanted, hosts):
     """The deployments to run: those named in ``wanted`` (ids; empty: every deployment with a member in ``hosts``).
 
+    They are returned in the order of ``wanted`` when it is given (a rolling change's batches follow it: a canary
+    first), else in the inventory's order (which several inventory sources can reorder).
+
     Returns ``(deployments, errors)``; errors are one line each (the inventory's problems, unknown ids, a deployment
     with members outside ``hosts``), and nothing runs when there is one.
     """
@@ -255,7 +258,7 @@ def select(fleet, wanted, hosts):
             errors.append("fleet_deployments: %s %s no deployment of the inventory (known: %s); name deployments by "
                           "their specdec_deployment_id (a single Spark by its name)."
                           % (_names(unknown), "is" if len(unknown) == 1 else "are", _names(sorted(known)) or "none"))
-        pool = [d for d in pool if d["id"] in wanted]
+        pool = sorted((d for d in pool if d["id"] in wanted), key=lambda d: wanted.index(d["id"]))
     if not pool and not errors:
         errors.append("fleet_hosts: no deployment has a node in the group (hosts: %s); point fleet_hosts at the group "
                       "of the Sparks (spark_nodes)." % (_names(hosts) or "none"))

@@ -38,6 +38,8 @@ options:
   deployments:
     description:
       - Ids of the deployments to run (C(fleet_deployments)); empty runs every deployment with a node in O(hosts).
+      - They start in this order (with O(parallel) the batch size, a rolling change's batches follow it, e.g. a canary
+        first); empty starts them in the inventory's order, which extra inventory sources (C(-i) twice) can change.
       - A pair's id is its C(specdec_deployment_id) (today's layout, the head's name); a single Spark's id is its
         C(specdec_deployment_id), else its inventory name. Use this instead of C(--limit), which would skip the
         controller-side play itself.

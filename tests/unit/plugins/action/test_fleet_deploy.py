@@ -197,6 +197,14 @@ def test_a_spent_failure_budget_starts_no_more_and_leaves_the_rest_as_they_were(
     assert len(fake.runs()) == 3 and result["not_run"] == [] and result["serving"] == ["pair-b", "spark-5"]
 
 
+def test_fleet_deployments_sets_the_order_of_the_batches(fake):
+    fake.set_plan({"spark-1,spark-2": {"rc": 2, "fail": {"spark-2": ["Restart the server", "no /health"]}}})
+    result = run(FLEET, fake, parallel=1, max_failures=0, deployments=["spark-5", "pair-a", "pair-b"])
+    assert [r["argv"][r["argv"].index("--limit") + 1] for r in fake.runs()] == ["spark-5", "spark-1,spark-2"]
+    assert [d["id"] for d in result["deployments"]] == ["spark-5", "pair-a", "pair-b"]
+    assert result["serving"] == ["spark-5"] and result["not_serving"] == ["pair-a"] and result["not_run"] == ["pair-b"]
+
+
 def test_a_run_that_prints_no_document_is_reported_with_its_stderr(fake):
     fake.set_plan({"spark-5": {"rc": 4, "garbage": True}})
     result = run(FLEET, fake, deployments=["spark-5"])
