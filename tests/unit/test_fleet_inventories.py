@@ -73,7 +73,7 @@ def test_the_lab_fleet_matches_the_lab():
     nodes = {n["name"]: n for n in lab_vars["lab_nodes"] + lab_vars["lab_fleet_nodes"]}
     hosts = _lab_hosts()
     assert sorted(hosts) == sorted(nodes)
-    for host, (hv, _) in hosts.items():
+    for host, (hv, _group_vars) in hosts.items():
         assert hv["ansible_host"] == nodes[host]["mgmt_ip"], host
     # The second pair's fabric: its subnets are the lab's second pair of fabric networks, and its nodes sit on them.
     fleet_subnets = [n["subnet"] for n in lab_vars["lab_fleet_networks"]]
