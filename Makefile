@@ -60,8 +60,9 @@ bench: deps  ## hf_download throughput vs `hf download`, and no-op time (local h
 bench-converge: lab-up  ## warm no-op time of two_sparks.yml on a converged lab (make demo first): median, spread, tasks per node (RUNS=5)
 	$(BIN)/python tests/bench/converge_bench.py $(if $(RUNS),--runs $(RUNS))
 
-bench-fleet: lab-fleet-up  ## fleet.yml (two pairs + a single Spark at once) / two_sparks.yml of one pair, wall time on the five-node lab, from torn-down deployments (RUNS=3 interleaved rounds); logs in .lab/bench/fleet
+bench-fleet: lab-fleet-up  ## fleet.yml (two pairs + a single Spark at once) / two_sparks.yml of one pair, wall time on the five-node lab from torn-down deployments (RUNS=3 interleaved rounds; logs in .lab/bench/fleet), then the staging ratio of fetch once per pair: head download + verified copy / both nodes downloading through one shared throttled uplink (loopback; UPLINK=MiB/s, default 64)
 	$(BIN)/python tests/bench/fleet_bench.py $(if $(RUNS),--runs $(RUNS)) --log-dir .lab/bench/fleet --json-out .lab/bench/fleet/figures.json
+	$(BIN)/python tests/bench/staging_bench.py $(if $(UPLINK),--uplink-mib-s $(UPLINK))
 
 BENCH_LAB := -i $(LAB_INV) playbooks/benchmark.yml -e @inventories/lab/llamacpp.yml -e @inventories/lab/benchmark-lab.yml \
 	-e specdec_benchmark_allow_restart=true -e trtllm_container_allow_recreate=true
