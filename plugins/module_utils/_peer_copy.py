@@ -187,7 +187,11 @@ class SshTransport:
         self.argv = [ssh] + list(options) + ['-o', 'ConnectTimeout=%d' % int(connect_timeout), address]
 
     def __call__(self, path, sink):
-        proc = subprocess.Popen(self.argv + ['cat -- %s' % shlex.quote(path)], stdin=subprocess.DEVNULL,
+        self.stream('cat', path, sink)
+
+    def stream(self, command, operand, sink):
+        """Run ``COMMAND -- OPERAND`` on the peer and pass its stdout to ``sink`` in blocks; PeerCopyError if it fails."""
+        proc = subprocess.Popen(self.argv + ['%s -- %s' % (command, shlex.quote(operand))], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         err = []
         reader = threading.Thread(target=lambda: err.append(proc.stderr.read()))
@@ -201,7 +205,7 @@ class SshTransport:
             reader.join()
         if rc != 0:
             text = (b''.join(err).decode('utf-8', 'replace').strip().splitlines() or ['no message'])[-1]
-            raise PeerCopyError('ssh %s cat %s exited %d: %s' % (self.address, path, rc, text), 'transport')
+            raise PeerCopyError('ssh %s %s %s exited %d: %s' % (self.address, command, operand, rc, text), 'transport')
 
 
 # --------------------------------------------------------------------------- the receiver
@@ -429,21 +433,7 @@ class SshImageTransport:
         self.address = address
 
     def __call__(self, name, sink):
-        proc = subprocess.Popen(self.files.argv + ['docker save -- %s' % shlex.quote(name)], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        err = []
-        reader = threading.Thread(target=lambda: err.append(proc.stderr.read()))
-        reader.start()
-        try:
-            for block in iter(lambda: proc.stdout.read(CHUNK), b''):
-                sink(block)
-        finally:
-            proc.stdout.close()
-            rc = proc.wait()
-            reader.join()
-        if rc != 0:
-            text = (b''.join(err).decode('utf-8', 'replace').strip().splitlines() or ['no message'])[-1]
-            raise PeerCopyError('ssh %s docker save %s exited %d: %s' % (self.address, name, rc, text), 'transport')
+        self.files.stream('docker save', name, sink)
 
 
 def copy_image(name, expected_id, docker, transport, source_name, check_mode=False):
