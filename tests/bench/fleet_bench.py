@@ -9,7 +9,8 @@ measures, in alternating order (interleaved, so that drift of this noisy machine
 - one pair: ``playbooks/two_sparks.yml --limit pair_a`` (what an operator runs today, pair by pair);
 - the fleet: ``playbooks/fleet.yml`` (pair-a, pair-b and spark-5 at once, each in its own run).
 
-Each measured run starts from a torn-down fleet (``playbooks/teardown.yml -e confirm=yes``, which keeps the models
+A first fleet run (not counted) fills every node's caches: a fresh ``make lab-fleet-up`` leaves spark-3..5 without
+models and images. Each measured run starts from a torn-down fleet (``playbooks/teardown.yml -e confirm=yes``, which keeps the models
 and the images, so these are deploys with warm caches: container creation, sshd, fabric checks, server start and
 health gate, not downloads); the teardown is not timed. It prints each run's wall-clock seconds, the medians, their
 min-max spread, each round's ratio and the ratio of the medians. No figure is compared with a threshold: on this
@@ -98,6 +99,8 @@ def main(argv=None):
     print('fleet_bench: -i %s: %s vs %s, %d round(s), from %s'
           % (INVENTORY, ' '.join(KINDS['pair']), ' '.join(KINDS['fleet']), args.runs, repo))
     print('  host: %s, %d CPUs, Python %s' % (platform.node(), os.cpu_count() or 0, platform.python_version()))
+    warm_s, _doc = playbook(repo, env, KINDS['fleet'], 'warmup-fleet', args.log_dir)
+    print('warm-up fleet run (not counted, fills the caches): %.1f s' % warm_s)
     seconds = {'pair': [], 'fleet': []}
     for i in range(1, args.runs + 1):
         for kind in order(i):
