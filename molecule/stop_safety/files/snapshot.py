@@ -79,6 +79,7 @@ def containers():
 def server():
     states = {}
     port = None
+    newest = ""
     for path in sorted(glob.glob(STATE_DIR + "/deployments/*.json")):
         try:
             with open(path) as handle:
@@ -88,7 +89,10 @@ def server():
             continue
         running = state.get("running") or {}
         states[path] = running.get("started_at")
-        port = port or (running.get("launch") or {}).get("port")
+        # The port of the newest server: an earlier scenario's state file (e.g. molecule/fleet's pair-a.json) stays.
+        if (running.get("started_at") or "") >= newest and (running.get("launch") or {}).get("port"):
+            newest = running.get("started_at") or ""
+            port = running["launch"]["port"]
     pid = None
     try:
         with open(STATE_DIR + "/server.pid") as handle:
