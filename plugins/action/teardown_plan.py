@@ -10,6 +10,8 @@ in plugins/modules/teardown_plan.py.
 
 from __future__ import annotations
 
+import datetime
+
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
@@ -18,7 +20,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
 from ansible_collections.sparkops.specdec.plugins.module_utils import _preflight, _teardown
 
-_ARGS = frozenset(("probes", "confirm", "remove_models", "remove_netplan", "container", "netplan_file"))
+_ARGS = frozenset(("probes", "confirm", "remove_models", "remove_netplan", "remove_state", "container", "netplan_file"))
 
 
 def _host_setting(hostvars, host, name):
@@ -44,8 +46,12 @@ class ActionModule(ActionBase):
         try:
             remove_models = boolean(args.get("remove_models", False), strict=True)
             remove_netplan = boolean(args.get("remove_netplan", False), strict=True)
+            remove_state = boolean(args.get("remove_state", False), strict=True)
         except TypeError as exc:
-            raise AnsibleError("teardown_plan: remove_models and remove_netplan must be true or false (%s)" % exc)
+            raise AnsibleError("teardown_plan: remove_models, remove_netplan and remove_state must be true or false (%s)"
+                               % exc)
+        # One time for the whole teardown: every state file it marks says the same torn_down_at.
+        now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
         check_mode = bool(self._task.check_mode or task_vars.get("ansible_check_mode"))
         hosts = list(task_vars.get("ansible_play_hosts_all") or [task_vars.get("inventory_hostname")])
         hostvars = task_vars.get("hostvars") or {}
@@ -61,13 +67,15 @@ class ActionModule(ActionBase):
                 "netplan_file": to_text(args.get("netplan_file") or _action.spec_default("netplan_qsfp_file") or ""),
                 "remove_models": remove_models,
                 "remove_netplan": remove_netplan,
+                "remove_state": remove_state,
+                "now": now,
                 "check_mode": check_mode,
                 "management": _host_setting(hostvars, host, "ansible_host") or host,
                 "netplan_apply": apply and method == "netplan",
             }
             nodes[host] = _teardown.plan_node(host, _preflight.merge_probe(probes[host]), options)
         proceed, msg = _teardown.plan_message(hosts, nodes, args.get("confirm"), check_mode, remove_models,
-                                              remove_netplan)
+                                              remove_netplan, remove_state)
         result.update(changed=False, nodes=nodes, proceed=proceed, confirmed=_teardown.confirmed(args.get("confirm")),
-                      msg=msg)
+                      msg=msg, torn_down_at=now)
         return result

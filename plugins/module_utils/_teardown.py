@@ -17,7 +17,12 @@ directories, the netplan file, the IPv4 addresses) and ``plan_node`` decides wha
 * the models this collection downloads: only with ``teardown_remove_models``;
 * the netplan file: only with ``teardown_remove_netplan`` and only if it carries netplan_qsfp's
   mark, together with its addresses on the ConnectX-7 interfaces that are present now; the
-  management address (the Ansible connection) is never removed.
+  management address (the Ansible connection) is never removed;
+* the deployment state files ``<specdec_state_dir>/deployments/<id>.json``: they stay (the tuner's pick
+  ``tuned`` in them is reused by a redeploy), but each one that records a running server is marked
+  torn down (``running`` becomes null, the launch that ran becomes ``previous``, ``torn_down_at`` and
+  ``updated_at`` are the teardown's time), so that the status reports ``torn_down``, not ``down``;
+  with ``teardown_remove_state`` they go entirely (and with them the tuned picks).
 
 ``plan_message`` builds the confirmation (nothing is removed without ``confirm=yes``; check mode
 only shows the plan). The probe format is the one of ``_preflight.parse_probe``.
@@ -25,7 +30,11 @@ only shows the plan). The probe format is the one of ``_preflight.parse_probe``.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import copy
 import ipaddress
+import json
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _container_change, _nccl, _plan
 from ansible_collections.sparkops.specdec.plugins.module_utils._preflight import inspect_first, one_line
@@ -41,6 +50,10 @@ MODEL_DIRS = (_plan.DRAFTS_SUBDIR, _plan.TIKTOKEN_SUBDIR) + tuple(
 CONFIRM_WORDS = ("yes", "true")
 KEEP_MODELS = "models stay (add -e teardown_remove_models=true to remove them)"
 KEEP_NETPLAN = "the netplan file and fabric addresses stay (add -e teardown_remove_netplan=true to remove them)"
+KEEP_STATE = ("the deployment state files stay, marked torn down, with the tuner's picks a redeploy reuses (add "
+              "-e teardown_remove_state=true to remove them)")
+REMOVE_STATE = ("the deployment state files go with teardown_remove_state, and with them the tuner's picks (tuned) "
+                "a redeploy would have reused")
 
 
 def confirmed(value):
@@ -178,18 +191,83 @@ def _is_management(cidr, management):
         return False
 
 
+def parse_state_listing(text):
+    """The ``records`` probe: one line per state file, ``PATH<TAB>MODE<TAB>OWNER<TAB>GROUP<TAB>base64 content``.
+
+    Returns [{path, mode (octal text, 4 digits), owner, group, text (None when it is not base64)}] in the listing's order.
+    """
+    out = []
+    for line in str(text or "").splitlines():
+        fields = line.split("\t")
+        if len(fields) != 5 or not fields[0]:
+            continue
+        try:
+            content = base64.b64decode(fields[4], validate=True).decode("utf-8")
+        except (binascii.Error, ValueError, UnicodeDecodeError):
+            content = None
+        mode = fields[1].strip()
+        out.append({"path": fields[0], "mode": mode.zfill(4) if mode.isdigit() else None,
+                    "owner": fields[2] or None, "group": fields[3] or None, "text": content})
+    return out
+
+
+def torn_down_state(state, now):
+    """The state file once its deployment is torn down: ``running`` null, the launch that ran is ``previous``,
+    ``torn_down_at`` and ``updated_at`` ``now``; everything else (desired, tuned, created_at) stays."""
+    out = copy.deepcopy(state)
+    out["previous"] = out.get("running")
+    out["running"] = None
+    out["torn_down_at"] = now
+    out["updated_at"] = now
+    return out
+
+
+def state_files(host, listing, now, remove):
+    """What teardown does with one node's deployment state files: (plan, removals, notes).
+
+    listing: parse_state_listing() of the node's ``deployments/*.json``; now: the teardown's time (ISO 8601);
+    remove: ``teardown_remove_state``. Each plan entry: path, deployment, action (``mark``: rewrite it with
+    ``state``, the torn-down state (the play writes it as the specdec_server role does), same mode, owner and group;
+    ``remove``), mode, owner, group. A file already marked (``running`` null) is left as it is: a second teardown
+    changes nothing; a file that is not a schema 1 state file stays unless ``remove``.
+    """
+    plan, items, notes = [], [], []
+    for entry in listing:
+        state = None
+        if entry["text"] is not None:
+            try:
+                state = json.loads(entry["text"])
+            except ValueError:
+                state = None
+        valid = isinstance(state, dict) and state.get("schema_version") == _plan.SCHEMA_VERSION
+        dep = str(state.get("deployment") or "?") if valid else None
+        base = {"path": entry["path"], "deployment": dep, "mode": entry["mode"], "owner": entry["owner"],
+                "group": entry["group"], "state": None}
+        if remove:
+            plan.append(dict(base, action="remove"))
+            items.append("state file %s (%s)" % (entry["path"], "deployment %s" % dep if valid else "unreadable"))
+        elif not valid:
+            notes.append("%s: %s is not a state file of schema %d: it stays (add -e teardown_remove_state=true to "
+                         "remove it)." % (host, entry["path"], _plan.SCHEMA_VERSION))
+        elif state.get("running"):
+            plan.append(dict(base, action="mark", state=torn_down_state(state, now)))
+            items.append("the running server of deployment %s in %s (marked torn down; the launch that ran stays as "
+                         "previous, the tuned pick stays)" % (dep, entry["path"]))
+    return plan, items, notes
+
+
 def plan_node(host, probe, options):
     """What teardown removes on one node.
 
     probe: the node's merged probe (``_preflight.merge_probe``): ``state`` (docker inspect), ``cache`` (the cache
     path), ``dirs`` (its directories), ``netplan`` (the file's content), ``addrs`` (ip -o -4 addr show), ``kept``
     (docker inspect of <container>-previous), ``record`` (the container change record's content), ``record_path``
-    (its path on the node). options: container, previous_record (the record's path when the probe has none),
-    netplan_file, remove_models, remove_netplan, check_mode, management (the node's ansible_host), netplan_apply
-    (netplan_qsfp_apply and netplan_qsfp_apply_method == netplan).
-    Returns a dict: container, stop_server, previous (kept_container's plan), models, netplan_ours, netplan_note,
-    addresses ({cidr, dev}),
-    netplan_apply, removals (the plan lines) and notes.
+    (its path on the node), ``records`` (the deployment state files, parse_state_listing's format). options:
+    container, previous_record (the record's path when the probe has none), netplan_file, remove_models,
+    remove_netplan, remove_state, now (the teardown's time, ISO 8601), check_mode, management (the node's
+    ansible_host), netplan_apply (netplan_qsfp_apply and netplan_qsfp_apply_method == netplan).
+    Returns a dict: container, stop_server, previous (kept_container's plan), state_files (state_files' plan), models,
+    netplan_ours, netplan_note, addresses ({cidr, dev}), netplan_apply, removals (the plan lines) and notes.
     """
     probe = probe or {}
     container = container_state(probe.get("state"))
@@ -203,6 +281,11 @@ def plan_node(host, probe, options):
     previous, kept_items, kept_notes = kept_container(host, name, probe, record_path)
     items += kept_items
     notes += kept_notes
+    records = probe.get("records") or {}
+    listing = parse_state_listing(records.get("stdout")) if records.get("rc") == 0 else []
+    states, state_items, state_notes = state_files(host, listing, options.get("now"), options.get("remove_state"))
+    items += state_items
+    notes += state_notes
     models = []
     if options.get("remove_models"):
         cache = (probe.get("cache") or {}).get("stdout", "")
@@ -234,6 +317,7 @@ def plan_node(host, probe, options):
         "stop_server": container["exists"] and container["running"] and not container["restarting"]
         and not options.get("check_mode"),
         "previous": previous,
+        "state_files": states,
         "models": models,
         "netplan_file": netplan_file,
         "netplan_ours": ours,
@@ -245,10 +329,12 @@ def plan_node(host, probe, options):
     }
 
 
-def plan_message(hosts, nodes, confirm, check_mode, remove_models, remove_netplan):
+def plan_message(hosts, nodes, confirm, check_mode, remove_models, remove_netplan, remove_state=False):
     """(proceed, message): the confirmation of the whole teardown, every node's plan in one message."""
     listed = "; ".join("%s: %s" % (h, ", ".join(nodes[h]["removals"]) or "nothing") for h in hosts if h in nodes)
     keep = ([] if remove_models else [KEEP_MODELS]) + ([] if remove_netplan else [KEEP_NETPLAN])
+    if any(nodes[h].get("state_files") for h in hosts if h in nodes):
+        keep.append(REMOVE_STATE if remove_state else KEEP_STATE)
     tail = "".join(" " + n for h in hosts if h in nodes for n in nodes[h]["notes"])
     keep_text = (" " + "; ".join(keep)[0].upper() + "; ".join(keep)[1:] + ".") if keep else ""
     if check_mode:

@@ -21,6 +21,12 @@ description:
   - The netplan file only with O(remove_netplan), and only if it carries the C(Managed by sparkops.specdec) mark that
     the C(netplan_qsfp) role writes; then also its addresses on the ConnectX-7 interfaces that are present now. The
     management address (the node's C(ansible_host)) is never removed.
+  - "The deployment state files C(<specdec_state_dir>/deployments/<id>.json) stay: they hold the tuner's pick
+    (C(tuned)) that a redeploy reuses. Each one that records a running server is rewritten (JSON, the same mode, owner
+    and group) with C(running) null, the launch that ran as C(previous), and C(torn_down_at) and C(updated_at) set to
+    the teardown's time, so that C(playbooks/status.yml) reports the deployment as C(torn_down), not as C(down). A file
+    already marked stays as it is (a second teardown changes nothing). With O(remove_state) the state files go
+    entirely, and with them the tuned picks."
   - Nothing is removed without O(confirm); RV(proceed) is false then and RV(msg) lists, per node, what would be
     removed. In check mode RV(proceed) is true and RV(msg) shows the plan.
 author:
@@ -32,7 +38,8 @@ options:
         Each line of a part's stdout is C(NAME<TAB>RC<TAB>base64 stdout<TAB>base64 stderr).
       - "Commands read, by name: C(state) (docker container inspect), C(netplan) (the netplan file),
         C(addrs) (C(ip -o -4 addr show)), C(kept) (docker container inspect of C(<container>-previous)), C(record)
-        (the container change record) and C(record_path) (its path) in the root part; C(cache) (the HF cache path) and C(dirs) (its directories
+        (the container change record), C(record_path) (its path) and C(records) (the deployment state files, one line
+        each, C(PATH<TAB>MODE<TAB>OWNER<TAB>GROUP<TAB>base64 content)) in the root part; C(cache) (the HF cache path) and C(dirs) (its directories
         and those of its C(hub)) in the user part."
     type: dict
     required: true
@@ -45,6 +52,12 @@ options:
     default: false
   remove_netplan:
     description: Also remove our netplan file and its fabric addresses (C(teardown_remove_netplan)).
+    type: bool
+    default: false
+  remove_state:
+    description:
+      - Remove the deployment state files instead of marking them torn down (C(teardown_remove_state)). The tuner's
+        picks (C(tuned)) in them go too; a redeploy then starts from the inventory's settings.
     type: bool
     default: false
   container:
@@ -107,6 +120,14 @@ nodes:
           image of the change), C(remove) (remove the container with that id), C(record) (the record's path),
           C(remove_record) (remove the record).
       type: dict
+    state_files:
+      description:
+        - The deployment state files teardown changes on the node (a file already marked torn down is not listed).
+          C(path), C(deployment) (its id, null when unreadable), C(action) (V(mark) rewrite it with C(state);
+          V(remove) with O(remove_state)), C(state) (the torn-down state file's content; null for V(remove)),
+          C(mode) (octal text such as V(0644)), C(owner), C(group) (as found).
+      type: list
+      elements: dict
     models:
       description: Absolute paths of the model directories to remove (empty without O(remove_models)).
       type: list
@@ -143,6 +164,11 @@ confirmed:
   description: O(confirm) was given as yes or true.
   returned: always
   type: bool
+torn_down_at:
+  description: The teardown's time (UTC, ISO 8601), written as C(torn_down_at) and C(updated_at) in the state files it marks.
+  returned: always
+  type: str
+  sample: "2026-11-24T08:00:00+00:00"
 msg:
   description: The plan of every node; it starts with C(Nothing was removed.), C(Would remove) (check mode) or C(Removing).
   returned: always

@@ -166,3 +166,19 @@ def test_teardown_plans_the_kept_container_of_a_pending_change_from_the_probe():
     assert (previous["id"], previous["remove"], previous["record"], previous["remove_record"]) == (
         tt.KEPT_ID, True, tt.RECORD_PATH, True)
     assert "previous container trtllm-multinode-previous (exited, kept for the change from" in result["msg"]
+
+
+def test_teardown_marks_running_state_files_with_one_time_and_removes_them_on_request():
+    records = tt.line("records", 0, tt.listing(("spark-1.json", tt.state_file()), ("pair-a.json", tt.state_file("pair-a"))))
+    args = teardown_args(confirm="yes")
+    args["probes"]["spark-1"]["results"][0]["stdout"] += "\n" + records
+    result = make(teardown_plan.ActionModule, args).run(task_vars=task_vars(("spark-1",)))
+    files = result["nodes"]["spark-1"]["state_files"]
+    assert [f["action"] for f in files] == ["mark", "mark"]
+    assert {f["state"]["torn_down_at"] for f in files} == {result["torn_down_at"]}
+    assert all(f["state"]["running"] is None and f["state"]["previous"] == tt.LAUNCH for f in files)
+    result = make(teardown_plan.ActionModule, dict(args, remove_state=True)).run(task_vars=task_vars(("spark-1",)))
+    assert [f["action"] for f in result["nodes"]["spark-1"]["state_files"]] == ["remove", "remove"]
+    assert result["msg"].endswith("(tuned) a redeploy would have reused.")
+    with pytest.raises(AnsibleError, match="remove_state must be true or false"):
+        make(teardown_plan.ActionModule, dict(args, remove_state="maybe")).run(task_vars=task_vars(("spark-1",)))

@@ -275,6 +275,25 @@ def test_regression_previous_server_comes_from_the_state_file():
     assert s3["previous"]["launch"]["port"] == 8355
 
 
+def test_deploy_after_teardown_starts_fresh_and_keeps_the_tuned_pick():
+    """teardown.yml marks the state file (running null, previous the launch that ran, torn_down_at)."""
+    from ansible_collections.sparkops.specdec.plugins.module_utils import _teardown
+
+    plan = ok()
+    ran = dict(_state_for(plan, "t1"), tuned={"method": "eagle3", "max_draft_len": 2})
+    torn = _teardown.torn_down_state(ran, "t2")
+    assert torn["running"] is None and torn["previous"] == ran["running"] and torn["torn_down_at"] == "t2"
+    decision = _plan.decide(torn, plan, False, False)
+    assert decision == {"action": "start", "reason": "no server runs"}
+    # A server answering on the port although the record was torn down is not this launch: no silent adoption.
+    assert _plan.decide(torn, plan, True, False)["action"] == "refuse"
+    after = _plan.new_state(plan, torn, "t3")
+    assert after["running"]["fingerprint"] == plan["fingerprint"] and after["running"]["started_at"] == "t3"
+    assert after["previous"] is None and "torn_down_at" not in after
+    assert after["tuned"] == {"method": "eagle3", "max_draft_len": 2}
+    assert after["created_at"] == "t1" and after["updated_at"] == "t3"
+
+
 def test_state_is_json_serialisable_and_copied():
     import json
     plan = ok()

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import base64
+import copy
 import json
 
 import pytest
@@ -300,3 +301,100 @@ def test_pending_change_is_in_the_confirmation_and_check_mode():
                           % (CHANGE, RECORD_PATH))
     proceed, msg = _teardown.plan_message(["spark-1"], nodes, "", False, False, False)
     assert proceed is False and "previous container trtllm-multinode-previous" in msg
+
+
+# ---------------------------------------------------------------------------- deployment state files
+STATE_DIR = "/var/lib/sparkops/specdec/deployments"
+NOW = "2026-11-24T08:00:00+00:00"
+LAUNCH = {"fingerprint": "fp1", "launch": {"port": 8080, "members": ["spark-1"]}, "target_model": "t/m",
+          "method": "draft_target", "max_draft_len": 4, "started_at": "2026-11-23T18:00:00+00:00"}
+
+
+def state_file(dep="spark-1", running=True, tuned=True):
+    return {"schema_version": 1, "deployment": dep, "engine": "llamacpp",
+            "desired": {"members": ["spark-1"], "head": "spark-1", "port": 8080},
+            "running": copy.deepcopy(LAUNCH) if running else None, "previous": {"fingerprint": "older"},
+            "tuned": {"method": "draft_target", "max_draft_len": 2} if tuned else None,
+            "created_at": "2026-11-20T10:00:00+00:00", "updated_at": "2026-11-23T18:00:00+00:00"}
+
+
+def listing(*files):
+    """The records probe's stdout: (name, content text or state dict[, mode, owner])."""
+    lines = []
+    for name, content, *rest in files:
+        text = content if isinstance(content, str) else json.dumps(content)
+        mode, owner = (rest + ["644", "spark"])[:2] if rest else ("644", "spark")
+        lines.append("%s/%s\t%s\t%s\tspark\t%s" % (STATE_DIR, name, mode, owner, _b64(text)))
+    return "\n".join(lines)
+
+
+def with_records(text, rc=0):
+    node = probe()
+    node["records"] = {"rc": rc, "stdout": text, "stderr": ""}
+    return node
+
+
+def test_running_state_files_are_marked_torn_down_keeping_desired_and_tuned():
+    old = state_file("spark-1")
+    node = _teardown.plan_node("spark-1", with_records(listing(("spark-1.json", old, "600", "root"),
+                                                               ("pair-a.json", state_file("pair-a")))),
+                               options(now=NOW))
+    marked = node["state_files"]
+    assert [(f["path"], f["deployment"], f["action"]) for f in marked] == [
+        (STATE_DIR + "/spark-1.json", "spark-1", "mark"), (STATE_DIR + "/pair-a.json", "pair-a", "mark")]
+    assert (marked[0]["mode"], marked[0]["owner"], marked[0]["group"]) == ("0600", "root", "spark")
+    new = marked[0]["state"]
+    assert new["running"] is None and new["previous"] == LAUNCH
+    assert new["torn_down_at"] == NOW and new["updated_at"] == NOW
+    assert new["desired"] == old["desired"] and new["tuned"] == old["tuned"] and new["created_at"] == old["created_at"]
+    assert "running server of deployment spark-1 in %s/spark-1.json (marked torn down" % STATE_DIR in node["removals"][1]
+    # The plan does not change what it was given.
+    assert old["running"] == LAUNCH
+
+
+def test_already_torn_down_and_unreadable_state_files_stay():
+    done = _teardown.torn_down_state(state_file(), NOW)
+    node = _teardown.plan_node("spark-1", with_records(listing(("spark-1.json", done), ("junk.json", "{not json"),
+                                                               ("v2.json", dict(state_file(), schema_version=2)))),
+                               options(now="2026-11-24T09:00:00+00:00"))
+    # A second teardown changes nothing.
+    assert node["state_files"] == []
+    assert node["removals"] == ["container trtllm-multinode (running) and the server in it"]
+    assert [n.split(" is ")[0] for n in node["notes"]] == ["spark-1: %s/junk.json" % STATE_DIR,
+                                                           "spark-1: %s/v2.json" % STATE_DIR]
+    # A probe without the records (an older play) or a failed one plans nothing for the state files.
+    assert _teardown.plan_node("spark-1", probe(), options(now=NOW))["state_files"] == []
+    assert _teardown.plan_node("spark-1", with_records("x", rc=1), options(now=NOW))["state_files"] == []
+
+
+def test_remove_state_removes_every_state_file():
+    done = _teardown.torn_down_state(state_file("old"), NOW)
+    node = _teardown.plan_node("spark-1", with_records(listing(("spark-1.json", state_file()), ("old.json", done),
+                                                               ("junk.json", "{"))),
+                               options(now=NOW, remove_state=True))
+    assert [(f["path"].rsplit("/", 1)[1], f["action"], f["state"]) for f in node["state_files"]] == [
+        ("spark-1.json", "remove", None), ("old.json", "remove", None), ("junk.json", "remove", None)]
+    assert node["removals"][1:] == ["state file %s/spark-1.json (deployment spark-1)" % STATE_DIR,
+                                    "state file %s/old.json (deployment old)" % STATE_DIR,
+                                    "state file %s/junk.json (unreadable)" % STATE_DIR]
+    assert node["notes"] == []
+
+
+def test_parse_state_listing():
+    text = listing(("a.json", "{}")) + "\nmalformed line\n%s/b.json\t4755\tspark\tspark\t!!!" % STATE_DIR
+    assert _teardown.parse_state_listing(text) == [
+        {"path": STATE_DIR + "/a.json", "mode": "0644", "owner": "spark", "group": "spark", "text": "{}"},
+        {"path": STATE_DIR + "/b.json", "mode": "4755", "owner": "spark", "group": "spark", "text": None}]
+
+
+def test_message_names_the_state_files_and_what_removing_them_loses():
+    nodes = {"spark-1": _teardown.plan_node("spark-1", with_records(listing(("spark-1.json", state_file()))),
+                                            options(now=NOW))}
+    proceed, msg = _teardown.plan_message(["spark-1"], nodes, "", True, True, True)
+    assert proceed is True and "running server of deployment spark-1" in msg
+    assert msg.endswith(_teardown.KEEP_STATE[0].upper() + _teardown.KEEP_STATE[1:] + ".")
+    nodes = {"spark-1": _teardown.plan_node("spark-1", with_records(listing(("spark-1.json", state_file()))),
+                                            options(now=NOW, remove_state=True))}
+    dummy, msg = _teardown.plan_message(["spark-1"], nodes, "yes", False, True, True, True)
+    assert msg.endswith(_teardown.REMOVE_STATE[0].upper() + _teardown.REMOVE_STATE[1:] + ".")
+    assert "tuned" in _teardown.REMOVE_STATE
