@@ -19,7 +19,7 @@ from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _files
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _files, _inventory
 from ansible_collections.sparkops.specdec.plugins.module_utils import _status
 
 _ARGS = frozenset(("facts", "hosts", "active", "report_path"))
@@ -40,6 +40,18 @@ def _hosts(value, name):
     return [to_text(h) for h in value]
 
 
+def inventory_ids(task_vars, hosts, loader):
+    """host -> the deployment ids the inventory assigns it (plugin_utils/_inventory.assigned_ids), or None when the
+    inventory cannot be read (no hostvars): the status then flags no deployment as out of the inventory."""
+    hostvars = task_vars.get("hostvars")
+    if hostvars is None:
+        return None
+    try:
+        return _inventory.assigned_ids(task_vars.get("groups") or {}, hosts, hostvars, loader)
+    except Exception:  # an inventory the fleet grouping cannot read: the status itself still reports
+        return None
+
+
 class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
@@ -56,7 +68,7 @@ class ActionModule(ActionBase):
         active = _hosts(args.get("active"), "active")
         if active is None:
             active = list(task_vars.get("ansible_play_hosts") or hosts)
-        rows = _status.build_rows(hosts, active, facts)
+        rows = _status.build_rows(hosts, active, facts, inventory_ids(task_vars, hosts, getattr(self, "_loader", None)))
         now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
         doc = _status.document(rows, now)
         path = args.get("report_path") or os.path.join(

@@ -13,8 +13,10 @@ speculative-decoding counters (read by ``_bench.spec_counters``, the benchmark's
 
 Controller side (``sparkops.specdec.specdec_status_report``): one row per deployment, built from every reachable
 node's state files (the newest record of a deployment names its members and head), with per-node reachability,
-the verdict (``serving``, ``degraded``, ``down``; nodes in no deployment ``not_deployed`` or ``unreachable``), the
-problems and the fields that could not be read (each with its reason), the text table, the JSON document and the
+the verdict (``serving``, ``degraded``, ``down``; ``torn_down`` for a record teardown.yml marked; ``retired`` for a
+deployment id the inventory no longer gives its members that does not answer either; nodes in no live deployment
+``not_deployed`` or ``unreachable``), whether the inventory still assigns the id (``in_inventory``), the problems
+and the fields that could not be read (each with its reason), the text table, the JSON document and the
 ``set_stats`` summary.
 
 Acceptance is accepted draft tokens / drafted tokens from the server's cumulative counters, i.e. since the
@@ -30,7 +32,9 @@ import json
 from ansible_collections.sparkops.specdec.plugins.module_utils import _bench, _container_change
 
 SCHEMA_VERSION = 1
-STATUSES = ("serving", "degraded", "down", "not_deployed", "unreachable", "unknown")
+STATUSES = ("serving", "degraded", "down", "torn_down", "retired", "not_deployed", "unreachable", "unknown")
+# Rows of deployments that are over: not serving, but neither in not_serving nor against all_serving.
+ENDED = ("torn_down", "retired")
 METRICS_PATHS = {"llamacpp": "/metrics", "trtllm": "/prometheus/metrics"}
 # Addresses a server bound to is reached from its own node on the loopback.
 _LOCAL_BINDS = ("", "localhost", "127.0.0.1", "::1", "0.0.0.0", "::", "*")
@@ -198,33 +202,46 @@ def server_process(pidfile_text, procs, uptime_text, clock_ticks):
     return out
 
 
+def _trim_launch(running):
+    """A state file's ``running`` (or ``previous``) without argv, environment and config text; None when empty."""
+    if not isinstance(running, dict) or not running:
+        return None
+    launch = running.get("launch") or {}
+    return {
+        "fingerprint": running.get("fingerprint"),
+        "target_model": running.get("target_model"),
+        "method": running.get("method"),
+        "max_draft_len": running.get("max_draft_len"),
+        "started_at": running.get("started_at"),
+        "endpoint": running.get("endpoint"),
+        "image_id": launch.get("image_id"),
+        "port": launch.get("port"),
+        "members": launch.get("members"),
+    }
+
+
+def torn_down(state):
+    """The (trimmed) state records a deployment teardown.yml ended: no running server, and ``torn_down_at``."""
+    return isinstance(state, dict) and not state.get("running") and bool(state.get("torn_down_at"))
+
+
 def trim_state(state):
     """The parts of a state file the status reports (no argv, environment or config text)."""
     if not isinstance(state, dict):
         return None
     desired = state.get("desired") or {}
-    running = state.get("running") or {}
-    launch = running.get("launch") or {}
     tuned = state.get("tuned") or None
     return {
         "schema_version": state.get("schema_version"),
         "deployment": state.get("deployment"),
         "engine": state.get("engine"),
         "updated_at": state.get("updated_at"),
+        "torn_down_at": state.get("torn_down_at"),
         "desired": {k: desired.get(k) for k in ("topology", "members", "head", "image", "preset", "method",
                                                 "target_model", "draft_model", "max_draft_len", "tp_size", "host",
                                                 "port")},
-        "running": {
-            "fingerprint": running.get("fingerprint"),
-            "target_model": running.get("target_model"),
-            "method": running.get("method"),
-            "max_draft_len": running.get("max_draft_len"),
-            "started_at": running.get("started_at"),
-            "endpoint": running.get("endpoint"),
-            "image_id": launch.get("image_id"),
-            "port": launch.get("port"),
-            "members": launch.get("members"),
-        } if running else None,
+        "running": _trim_launch(state.get("running")),
+        "previous": _trim_launch(state.get("previous")),
         "tuned": {k: tuned.get(k) for k in ("method", "max_draft_len")} if isinstance(tuned, dict) else None,
     }
 
@@ -397,7 +414,32 @@ def _container_row(view):
             "error": c.get("error")}
 
 
-def _deployment_row(dep_id, newest, holders, views):
+def retired_problem(dep_id, holders, path):
+    """The problem line of a deployment id the inventory no longer assigns to its members (``retired``).
+
+    holders: the hosts that hold a state file of it; path: the state file's path there."""
+    hosts = ", ".join(holders)
+    return ("%s: the inventory no longer assigns deployment %s and it does not serve: remove its state file %s on %s, "
+            "or run playbooks/teardown.yml -e confirm=yes -e teardown_remove_state=true --limit %s (which also tears "
+            "down what those hosts run now and removes all their state files, tuned picks included), or deploy it "
+            "again under that id" % (dep_id, dep_id, path or "deployments/%s.json" % dep_id, hosts, ",".join(holders)))
+
+
+def not_in_inventory_problem(dep_id, members):
+    """The problem line of a deployment that still serves although the inventory no longer assigns its id."""
+    return ("%s: deployment %s serves but is not in the inventory (no member is assigned that id any more): add it "
+            "back, or stop it with playbooks/teardown.yml -e confirm=yes --limit %s"
+            % (", ".join(members), dep_id, ",".join(members)))
+
+
+def _in_inventory(dep_id, members, assigned):
+    """The inventory still assigns ``dep_id`` to one of ``members`` (None: the inventory is not known)."""
+    if assigned is None:
+        return None
+    return any(dep_id in (assigned.get(host) or ()) for host in members)
+
+
+def _deployment_row(dep_id, newest, holders, views, assigned=None):
     state = newest["state"]
     running = state.get("running") or {}
     desired = state.get("desired") or {}
@@ -503,11 +545,24 @@ def _deployment_row(dep_id, newest, holders, views):
                              "the server process is not running" if not process.get("running") else
                              "the server process's start time could not be read")
     stale = sorted(h for h, rec in holders if h not in members)
+    in_inventory = _in_inventory(dep_id, members, assigned)
+    if torn_down(state):
+        # Ended on purpose by teardown.yml: nothing of it is expected to run, so nothing is a problem.
+        status, problems, missing = "torn_down", [], {}
+    elif in_inventory is False and status == "down":
+        holding = list(dict.fromkeys(h for h, dummy in holders))
+        status, problems = "retired", [retired_problem(dep_id, holding, newest.get("path"))]
+    elif in_inventory is False:
+        problems.append(not_in_inventory_problem(dep_id, members))
     return {
         "kind": "deployment",
         "deployment": dep_id,
         "status": status,
         "serving": status == "serving",
+        "in_inventory": in_inventory,
+        "torn_down_at": state.get("torn_down_at") if status == "torn_down" else None,
+        # What the record says served last (teardown.yml keeps it as previous).
+        "last_launch": state.get("previous") if status == "torn_down" else None,
         "reachable": all_reachable,
         "head": head,
         "members": members,
@@ -544,7 +599,7 @@ def _node_row(host, view, stale_of):
     read = view.get("container") is not None
     row = {"kind": "node", "deployment": None,
            "status": "unreachable" if not reachable else "not_deployed" if read else "unknown",
-           "serving": False, "reachable": reachable, "head": None, "members": [host],
+           "serving": False, "in_inventory": None, "torn_down_at": None, "last_launch": None, "reachable": reachable, "head": None, "members": [host],
            "nodes": {host: {"reachable": reachable, "role": None, "error": view.get("error"),
                             "container": _container_row(view) if reachable else None, "state_record": None,
                             "pending_change": view.get("pending_change") if reachable else None}},
@@ -566,12 +621,14 @@ def _node_row(host, view, stale_of):
     return row
 
 
-def build_rows(hosts, active, facts):
-    """Rows of the status: one per deployment, then one per node in no deployment.
+def build_rows(hosts, active, facts, assigned=None):
+    """Rows of the status: one per deployment, then one per node in no live deployment.
 
     ``hosts``: every host of the play (``ansible_play_hosts_all``); ``active``: the hosts still in the play
     (``ansible_play_hosts``); ``facts``: host -> the registered ``specdec_status_facts`` result (an unreachable
-    host's result carries ``unreachable``).
+    host's result carries ``unreachable``); ``assigned``: host -> the deployment ids the inventory gives it
+    (plugin_utils/_inventory.assigned_ids), or None when the inventory is not known (no row is then ``retired``).
+    A node whose deployments are all torn down or retired also gets its own row (it serves nothing).
     """
     active = set(active if active is not None else hosts)
     views = {h: _node_view(h, (facts or {}).get(h), h in active) for h in hosts}
@@ -585,9 +642,10 @@ def build_rows(hosts, active, facts):
     for dep_id in sorted(by_dep):
         holders = by_dep[dep_id]
         newest = _newest([rec for dummy, rec in holders])
-        row = _deployment_row(dep_id, newest, holders, views)
+        row = _deployment_row(dep_id, newest, holders, views, assigned)
         rows.append(row)
-        placed.update(row["members"])
+        if row["status"] not in ENDED:
+            placed.update(row["members"])
         for host in row["stale_records_on"]:
             stale.setdefault(host, []).append(dep_id)
     for host in hosts:
@@ -622,18 +680,25 @@ def _cells(row):
                           + ("+pending" if n.get("pending_change") else "")
                           for n in row["nodes"].values() if n.get("container")))
     server = row.get("server") or {}
+    if row["status"] == "torn_down" and row.get("last_launch"):
+        # What served until the teardown (the record keeps it as previous).
+        last = row["last_launch"]
+        server = {"method": last.get("method"), "max_draft_len": last.get("max_draft_len")}
     images = sorted({(c.get("image_id") or "").replace("sha256:", "")[:12] for c in containers if c.get("image_id")})
     acc = row.get("acceptance") or {}
     if acc.get("available"):
         accept = "%.2f (%s/%s)" % (acc["rate"], acc["accepted_tokens"], acc["draft_tokens"])
     else:
         accept = "-"
-    model = (row.get("model") or {}).get("expected") or "-"
+    model = (row.get("model") or {}).get("expected") or (row.get("last_launch") or {}).get("target_model") or "-"
     served = (row.get("model") or {}).get("served")
     if served is not None and model not in served:
         model = "%s (serves %s)" % (model, ",".join(served) or "none")
     health = (row.get("health") or {}).get("status")
-    return [row.get("deployment") or "-", row["status"], nodes, container, row.get("engine") or "-",
+    name = row.get("deployment") or "-"
+    if row.get("in_inventory") is False:
+        name += " (not in inventory)"
+    return [name, row["status"], nodes, container, row.get("engine") or "-",
             server.get("method") or "-", "-" if server.get("max_draft_len") is None else str(server["max_draft_len"]),
             "-" if health is None else str(health), model, ",".join(images) or "-",
             _duration(server.get("uptime_seconds")), accept]
@@ -641,12 +706,15 @@ def _cells(row):
 
 def table(rows):
     """The rows as a text table (list of lines): a header and one line per row, then one ``PENDING`` line per node with
-    a pending container change (its problem line)."""
+    a pending container change (its problem line) and one ``INVENTORY`` line per deployment the inventory no longer
+    assigns (how to remove it, or that it still serves)."""
     cells = [list(TABLE_COLUMNS)] + [_cells(r) for r in rows]
     widths = [max(len(c[i]) for c in cells) for i in range(len(TABLE_COLUMNS))]
     lines = ["  ".join(c[i].ljust(widths[i]) for i in range(len(widths))).rstrip() for c in cells]
     return lines + ["PENDING " + pending_problem(host, node["pending_change"])
-                    for row in rows for host, node in row["nodes"].items() if node.get("pending_change")]
+                    for row in rows for host, node in row["nodes"].items() if node.get("pending_change")] + [
+        "INVENTORY " + row["problems"][-1] for row in rows
+        if row.get("in_inventory") is False and row["status"] != "torn_down" and row["problems"]]
 
 
 def summary(rows):
@@ -665,6 +733,7 @@ def summary(rows):
             "uptime_seconds": server.get("uptime_seconds"), "acceptance_rate": acc.get("rate"),
             "draft_tokens": acc.get("draft_tokens"), "accepted_tokens": acc.get("accepted_tokens"),
             "problems": len(row["problems"]),
+            "in_inventory": row.get("in_inventory"), "torn_down_at": row.get("torn_down_at"),
             "pending_changes": sorted(h for h, n in row["nodes"].items() if n.get("pending_change")),
         }
     others = {row["members"][0]: {"status": row["status"], "reachable": row["reachable"],
@@ -673,7 +742,9 @@ def summary(rows):
     return {
         "deployments": deployments,
         "serving": sorted(d for d, v in deployments.items() if v["serving"]),
-        "not_serving": sorted(d for d, v in deployments.items() if not v["serving"]),
+        "not_serving": sorted(d for d, v in deployments.items() if not v["serving"] and v["status"] not in ENDED),
+        "torn_down": sorted(d for d, v in deployments.items() if v["status"] == "torn_down"),
+        "retired": sorted(d for d, v in deployments.items() if v["status"] == "retired"),
         "nodes_without_deployment": others,
         "unreachable_nodes": sorted(h for row in rows for h, n in row["nodes"].items() if not n["reachable"]),
     }
@@ -689,12 +760,20 @@ def document(rows, generated_at):
 
 def verdict(rows):
     """(all serving, one line): the deployments that serve and those that do not, with their first problem."""
-    deps = [r for r in rows if r["kind"] == "deployment"]
+    ended = [r for r in rows if r["kind"] == "deployment" and r["status"] in ENDED]
+    deps = [r for r in rows if r["kind"] == "deployment" and r["status"] not in ENDED]
     bad = [r for r in deps if not r["serving"]]
+    tail = ""
+    for word in ENDED:
+        ids = [r["deployment"] for r in ended if r["status"] == word]
+        if ids:
+            tail += " %s: %s." % (word.capitalize().replace("_", " "), ", ".join(ids))
+    if not deps and ended:
+        return False, "No deployment is deployed.%s" % tail
     if not deps:
         return False, "No deployment found: no reachable node holds a state file (%d node(s) read)." % len(rows)
     if not bad:
-        return True, "%d deployment(s) serving: %s." % (len(deps), ", ".join(r["deployment"] for r in deps))
-    return False, "%d of %d deployment(s) not serving: %s." % (
+        return True, "%d deployment(s) serving: %s.%s" % (len(deps), ", ".join(r["deployment"] for r in deps), tail)
+    return False, "%d of %d deployment(s) not serving: %s.%s" % (
         len(bad), len(deps), "; ".join("%s %s (%s)" % (r["deployment"], r["status"], (r["problems"] or ["?"])[0])
-                                       for r in bad))
+                                       for r in bad), tail)

@@ -24,7 +24,8 @@ description:
     C(docker container inspect)."
   - "State files: every C(O(state_dir)/deployments/*.json) (schema 1, written by the specdec_server role), without
     the launch argv, environment and config text."
-  - "For each state file that names this node (O(node)) as the deployment's head, and with O(probe): C(GET /health),
+  - "For each state file that names this node (O(node)) as the deployment's head, except one that
+    C(playbooks/teardown.yml) marked torn down (C(running) null and C(torn_down_at)), and with O(probe): C(GET /health),
     C(GET /v1/models) and the engine's Prometheus metrics (llama.cpp C(/metrics), TensorRT-LLM C(/prometheus/metrics))
     on the node's loopback (or the one address the server binds), at the state file's port, without a proxy. Only
     the speculative-decoding counters are returned (read by the benchmark's adapters, module_utils C(_bench.py))."
@@ -101,8 +102,10 @@ status:
       type: dict
     records:
       description: One per state file, C(path), C(error) (unreadable or not schema 1, else null) and C(state) (the
-        deployment id, engine, updated_at, desired, running (fingerprint, target_model, method, max_draft_len,
-        started_at, endpoint, image_id, port, members) and tuned).
+        deployment id, engine, updated_at, torn_down_at (set by C(playbooks/teardown.yml), else null), desired,
+        running (fingerprint, target_model, method, max_draft_len, started_at, endpoint, image_id, port, members; null
+        when no server is recorded as running, e.g. after a teardown), previous (the launch that ran before, the same
+        keys, or null) and tuned).
       type: list
       elements: dict
     probes:
@@ -272,7 +275,8 @@ def gather(module, params, proc=None):
     if params["probe"]:
         seen = set()
         for rec in status["records"]:
-            if rec["state"] and _status.head_of(rec["state"]) == params["node"]:
+            # A deployment teardown.yml ended serves nothing: another server on its old port is not its answer.
+            if rec["state"] and _status.head_of(rec["state"]) == params["node"] and not _status.torn_down(rec["state"]):
                 key = (_status.probe_base(rec["state"]), rec["state"].get("engine"), rec["state"].get("deployment"))
                 if key not in seen:
                     seen.add(key)

@@ -27,7 +27,12 @@ description:
     two-Spark container runs the image with sshd derived from it), the head's server process running, C(/health) 200
     and the target model listed), C(degraded) (the
     server answers and lists its model, but another check failed, e.g. a worker is unreachable), C(down) (the server
-    does not answer, or does not list its model). A node of the play in no deployment is a row of its own:
+    does not answer, or does not list its model), C(torn_down) (C(playbooks/teardown.yml) marked its state files:
+    C(running) null, C(torn_down_at) set; nothing of it is checked, the launch that ran last is C(last_launch)),
+    C(retired) (the inventory no longer assigns the id to any of its members and it does not serve; its problem line
+    says how to remove its state files). A deployment that still serves although the inventory no longer assigns its
+    id keeps C(serving) or C(degraded), with a problem line. A node of the play in no live deployment (none, or only
+    torn down or retired ones) is a row of its own:
     C(not_deployed) (reachable, no state file names it; an older state file that no longer names it is a problem
     line), C(unreachable), or C(unknown) (reachable, but nothing could be read there). Each row lists its
     C(problems) (one line each) and C(missing) (field -> why it could not be read)."
@@ -35,10 +40,16 @@ description:
     C(<container>-previous) until the new server serves) is a problem line naming the kept image and the requested
     one (a deployment that serves is then C(degraded)), the member's C(pending_change), and the summary's
     C(pending_changes)."
+  - "Which ids the inventory assigns to a host (C(in_inventory) of a row) is read from the inventory as the deployment
+    playbooks read it: the deployment its group makes it a member of (C(specdec_deployment_id), C(specdec_head_host);
+    without them the C(spark_head)/C(spark_workers) pair under the head's name, or a host on its own under its name),
+    and the id C(single_spark.yml) deploys it under (its C(specdec_deployment_id), else its name). The whole inventory
+    counts, whatever C(--limit) says."
   - Writes the JSON document to O(report_path) atomically, readable by its owner only (mode 0600), also in check mode
     (the file is output on the controller, not a change to a node).
   - Fails only on bad arguments or an unwritable O(report_path); a deployment that does not serve is a row, and
-    RV(all_serving) says whether every one serves (C(status.yml) fails on it only with C(status_require_serving)).
+    RV(all_serving) says whether every one serves (C(status.yml) fails on it only with C(status_require_serving));
+    C(torn_down) and C(retired) deployments do not count against it.
 author:
   - sparkops maintainers (@sparkops)
 options:
@@ -99,12 +110,23 @@ deployments:
       description: The deployment id (null for a node row).
       type: str
     status:
-      description: V(serving), V(degraded), V(down), V(not_deployed), V(unreachable) or V(unknown) (a reachable node
-        whose status could not be read, e.g. the module failed there).
+      description: V(serving), V(degraded), V(down), V(torn_down), V(retired), V(not_deployed), V(unreachable) or
+        V(unknown) (a reachable node whose status could not be read, e.g. the module failed there).
       type: str
     serving:
       description: Whether the status is V(serving).
       type: bool
+    in_inventory:
+      description: The inventory still assigns the deployment id to one of its members (null for a node row, or when
+        the inventory could not be read).
+      type: bool
+    torn_down_at:
+      description: When C(playbooks/teardown.yml) ended the deployment (ISO 8601; null unless V(torn_down)).
+      type: str
+    last_launch:
+      description: What served until the teardown (the state file's C(previous), C(target_model), C(method),
+        C(max_draft_len), C(port), C(image_id), C(started_at), C(members), ...); null unless V(torn_down).
+      type: dict
     reachable:
       description: Every member was reachable.
       type: bool
@@ -154,7 +176,9 @@ deployments:
       elements: str
 table:
   description: The rows as a text table, a header line and one line per row (a node with a pending container change
-    shows C(+pending) in CONTAINER), then one C(PENDING) line per such node.
+    shows C(+pending) in CONTAINER; a deployment the inventory no longer assigns shows C((not in inventory)) after its
+    id; a V(torn_down) one shows the method, draft length and model that served last), then one C(PENDING) line per
+    such node and one C(INVENTORY) line per deployment the inventory no longer assigns (its problem line).
   returned: always
   type: list
   elements: str
@@ -164,12 +188,14 @@ summary:
   description: The per-deployment summary (for C(ansible.builtin.set_stats)), C(deployments) (id -> C(status),
     C(serving), C(reachable), C(head), C(members), C(engine), C(method), C(max_draft_len), C(model), C(health),
     C(image_id), C(uptime_seconds), C(acceptance_rate), C(draft_tokens), C(accepted_tokens), C(problems) (count),
-    C(pending_changes) (members with a pending container change)), C(serving) and C(not_serving) (ids),
+    C(pending_changes) (members with a pending container change), C(in_inventory), C(torn_down_at)), C(serving) and
+    C(not_serving) (ids; V(torn_down) and V(retired) deployments are in neither), C(torn_down) and C(retired) (ids),
     C(nodes_without_deployment) (node -> C(status), C(reachable), C(pending_change) (bool)) and C(unreachable_nodes).
   returned: always
   type: dict
 all_serving:
-  description: At least one deployment was found and every deployment serves.
+  description: At least one live deployment was found and every one serves (V(torn_down) and V(retired) deployments
+    are not live, so they count neither against it nor for it).
   returned: always
   type: bool
 msg:

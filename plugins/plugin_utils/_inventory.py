@@ -81,3 +81,22 @@ def fleet(groups, play_hosts, hostvars, loader):
     """The inventory cut into deployments (module_utils/_fleet.group_deployments), read from Ansible's variables."""
     return _fleet.group_deployments(candidates(groups, play_hosts), lambda h: fleet_settings(hostvars, h),
                                     groups, group_vars_reader(hostvars, loader))
+
+
+def assigned_ids(groups, play_hosts, hostvars, loader):
+    """host -> the deployment ids the inventory gives it, for every host of the inventory.
+
+    Two ids at most: the one of the deployment fleet() makes it a member of (fleet.yml and two_sparks.yml: its
+    specdec_deployment_id, or the spark_head/spark_workers pair under the head's name, or the host alone under its
+    name), and the one single_spark.yml deploys it under (its own specdec_deployment_id, else its name).
+    """
+    found = {}
+    for dep in fleet(groups, play_hosts, hostvars, loader)["deployments"]:
+        for host in dep["members"]:
+            found.setdefault(host, []).append(dep["id"])
+    for host in candidates(groups, play_hosts):
+        own = fleet_settings(hostvars, host).get("specdec_deployment_id") or host
+        ids = found.setdefault(host, [])
+        if own not in ids:
+            ids.append(own)
+    return found

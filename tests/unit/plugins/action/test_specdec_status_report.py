@@ -81,3 +81,41 @@ def test_unwritable_path_fails_naming_the_setting(tmp_path):
 def test_bad_arguments(args, text):
     with pytest.raises(AnsibleError, match=text.replace("(", r"\(").replace(")", r"\)")):
         make(args).run(task_vars=task_vars())
+
+
+LAB_GROUPS = {"all": ["spark-1", "spark-2"], "spark_nodes": ["spark-1", "spark-2"], "spark_head": ["spark-1"],
+              "spark_workers": ["spark-2"]}
+FLEET_GROUPS = {"all": ["spark-1", "spark-2", "spark-5"], "spark_nodes": ["spark-1", "spark-2", "spark-5"],
+                "pair_a": ["spark-1", "spark-2"]}
+FLEET_VARS = {"spark-1": {"specdec_deployment_id": "pair-a", "specdec_head_host": "spark-1"},
+              "spark-2": {"specdec_deployment_id": "pair-a", "specdec_head_host": "spark-1"}, "spark-5": {}}
+
+
+@pytest.mark.parametrize("groups,hostvars,ids", [
+    # The lab pair (spark_head + spark_workers): the pair is "spark-1"; single_spark.yml deploys each under its name.
+    (LAB_GROUPS, {"spark-1": {}, "spark-2": {}}, {"spark-1": ["spark-1"], "spark-2": ["spark-1", "spark-2"]}),
+    # inventories/lab/fleet.yml's shape: pair-a by specdec_deployment_id, spark-5 alone under its name.
+    (FLEET_GROUPS, FLEET_VARS, {"spark-1": ["pair-a"], "spark-2": ["pair-a"], "spark-5": ["spark-5"]}),
+])
+def test_inventory_ids_as_the_deployment_playbooks_read_them(groups, hostvars, ids):
+    assert specdec_status_report.inventory_ids({"groups": groups, "hostvars": hostvars}, groups["all"], None) == ids
+
+
+def test_records_of_ids_the_inventory_no_longer_assigns_are_retired(tmp_path):
+    # molecule/fleet's pair-a record on the lab pair, which the lab inventory deploys as "spark-1" now.
+    old = ts.state(dep="pair-a", members=("spark-1", "spark-2"), fingerprint="old")
+    facts = {"spark-1": ts.absent_node("spark-1", [old]), "spark-2": ts.absent_node("spark-2", [old])}
+    tv = dict(task_vars(), groups=LAB_GROUPS, hostvars={"spark-1": {}, "spark-2": {}})
+    result = make({"facts": facts, "report_path": str(tmp_path / "s.json")}).run(task_vars=tv)
+    row = result["deployments"][0]
+    assert (row["deployment"], row["status"], row["in_inventory"]) == ("pair-a", "retired", False)
+    assert result["summary"]["retired"] == ["pair-a"] and result["summary"]["not_serving"] == []
+    # The same records under the fleet inventory: pair-a is the inventory's, and it is down.
+    tv = dict(task_vars(), groups=FLEET_GROUPS, hostvars=FLEET_VARS)
+    result = make({"facts": facts, "report_path": str(tmp_path / "s.json")}).run(task_vars=tv)
+    row = result["deployments"][0]
+    assert (row["deployment"], row["status"], row["in_inventory"]) == ("pair-a", "down", True)
+    assert result["summary"]["not_serving"] == ["pair-a"] and result["all_serving"] is False
+    # Without hostvars (the inventory unknown) nothing is flagged.
+    result = make({"facts": facts, "report_path": str(tmp_path / "s.json")}).run(task_vars=task_vars())
+    assert result["deployments"][0]["status"] == "down" and result["deployments"][0]["in_inventory"] is None

@@ -503,3 +503,119 @@ def test_node_without_deployment_reports_its_pending_change():
     assert rows[0]["status"] == "not_deployed"
     assert rows[0]["problems"] == [_status.pending_problem("spark-2", pending())]
     assert _status.summary(rows)["nodes_without_deployment"]["spark-2"]["pending_change"] is True
+
+
+# ---------------------------------------------------------------------------- torn down and retired deployments
+TORN_AT = "2026-11-24T08:00:00+00:00"
+
+
+def torn(st, when=TORN_AT):
+    """The state file as teardown.yml leaves it (module_utils/_teardown.torn_down_state)."""
+    from ansible_collections.sparkops.specdec.plugins.module_utils import _teardown
+    return _teardown.torn_down_state(st, when)
+
+
+def absent_node(host, states=()):
+    """A node after teardown: no container, no server process, its state files."""
+    fact = node_fact(host, states, [], running=False, process=False)
+    fact["status"]["container"] = _status.container_facts(1, "[]", "Error: No such container: trtllm-multinode",
+                                                          "trtllm-multinode")
+    return fact
+
+
+def test_trim_state_keeps_torn_down_at_and_the_previous_launch():
+    trimmed = _status.trim_state(torn(state(k=2)))
+    assert trimmed["running"] is None and trimmed["torn_down_at"] == TORN_AT
+    assert trimmed["previous"]["max_draft_len"] == 2 and trimmed["previous"]["port"] == 8080
+    assert "never-shown" not in json.dumps(trimmed)
+    assert _status.torn_down(trimmed) and not _status.torn_down(_status.trim_state(state()))
+    # No server recorded, but no teardown either (not written by teardown.yml): not torn down.
+    assert not _status.torn_down(dict(trimmed, torn_down_at=None))
+
+
+def test_torn_down_deployment_is_not_a_deployment_that_is_down():
+    st = torn(state(dep="pair-a", members=("spark-1", "spark-2"), engine="trtllm", method="eagle3", k=3, target=QWEN))
+    facts = {"spark-1": absent_node("spark-1", [st]), "spark-2": absent_node("spark-2", [st])}
+    assigned = {"spark-1": ["pair-a"], "spark-2": ["pair-a"]}
+    rows = _status.build_rows(["spark-1", "spark-2"], None, facts, assigned)
+    dep = rows[0]
+    assert dep["deployment"] == "pair-a" and dep["status"] == "torn_down" and dep["serving"] is False
+    assert dep["problems"] == [] and dep["missing"] == {} and dep["in_inventory"] is True
+    assert dep["torn_down_at"] == TORN_AT and dep["last_launch"]["target_model"] == QWEN
+    # Its nodes serve nothing now: each is a row of its own.
+    assert [(r["kind"], r["status"], r["members"]) for r in rows[1:]] == [
+        ("node", "not_deployed", ["spark-1"]), ("node", "not_deployed", ["spark-2"])]
+    summary = _status.summary(rows)
+    assert summary["not_serving"] == [] and summary["serving"] == [] and summary["retired"] == []
+    assert summary["torn_down"] == ["pair-a"]
+    assert summary["deployments"]["pair-a"]["status"] == "torn_down"
+    assert summary["deployments"]["pair-a"]["torn_down_at"] == TORN_AT
+    assert sorted(summary["nodes_without_deployment"]) == ["spark-1", "spark-2"]
+    assert _status.verdict(rows) == (False, "No deployment is deployed. Torn down: pair-a.")
+    line = _status.table(rows)[1].split()
+    # The status column, and what served last.
+    assert line[:2] == ["pair-a", "torn_down"] and line[5:9] == ["eagle3", "3", "-", QWEN]
+
+
+def test_torn_down_next_to_a_serving_deployment_keeps_all_serving():
+    live = state(k=2, updated="2026-11-24T09:00:00+00:00")
+    old = torn(state(dep="pair-a", members=("spark-1", "spark-2"), fingerprint="old"))
+    facts = {"spark-1": node_fact("spark-1", [old, live],
+                                  [probe_of(live, metrics_text=fixture("llamacpp-metrics-after.txt"))]),
+             "spark-2": absent_node("spark-2", [old])}
+    rows = _status.build_rows(["spark-1", "spark-2"], None, facts)
+    assert [(r["deployment"], r["status"]) for r in rows] == [("pair-a", "torn_down"), ("spark-1", "serving"),
+                                                              (None, "not_deployed")]
+    # Without the inventory nothing is said about it.
+    assert [r["in_inventory"] for r in rows] == [None, None, None]
+    summary = _status.summary(rows)
+    assert summary["serving"] == ["spark-1"] and summary["not_serving"] == [] and summary["torn_down"] == ["pair-a"]
+    assert _status.verdict(rows) == (True, "1 deployment(s) serving: spark-1. Torn down: pair-a.")
+
+
+def test_record_of_an_id_the_inventory_no_longer_assigns_is_retired():
+    # molecule/fleet left pair-a.json on spark-1 and spark-2; the lab inventory now deploys spark-1 as "spark-1".
+    live = state(k=2, updated="2026-11-24T09:00:00+00:00")
+    old = state(dep="pair-a", members=("spark-1", "spark-2"), engine="trtllm", method="eagle3", k=3, target=QWEN,
+                fingerprint="old", port=8355)
+    facts = {"spark-1": node_fact("spark-1", [old, live],
+                                  [probe_of(live, metrics_text=fixture("llamacpp-metrics-after.txt")),
+                                   dict(probe_of(old, health=None, models=[]), models={"ids": None, "error": "x"})]),
+             "spark-2": absent_node("spark-2", [old])}
+    assigned = {"spark-1": ["spark-1"], "spark-2": ["spark-1", "spark-2"]}
+    rows = _status.build_rows(["spark-1", "spark-2"], None, facts, assigned)
+    by_id = {r["deployment"]: r for r in rows}
+    retired = by_id["pair-a"]
+    assert retired["status"] == "retired" and retired["in_inventory"] is False and retired["serving"] is False
+    assert len(retired["problems"]) == 1
+    assert retired["problems"][0].startswith("pair-a: the inventory no longer assigns deployment pair-a and it does "
+                                             "not serve: remove its state file /var/lib/sparkops/specdec/deployments/"
+                                             "pair-a.json on spark-1, spark-2")
+    assert "teardown.yml -e confirm=yes -e teardown_remove_state=true --limit spark-1,spark-2" in retired["problems"][0]
+    assert by_id["spark-1"]["status"] == "serving" and by_id["spark-1"]["in_inventory"] is True
+    # spark-2 serves nothing the inventory knows: a row of its own.
+    assert by_id[None]["members"] == ["spark-2"] and by_id[None]["status"] == "not_deployed"
+    summary = _status.summary(rows)
+    assert summary["retired"] == ["pair-a"] and summary["not_serving"] == [] and summary["serving"] == ["spark-1"]
+    assert summary["deployments"]["pair-a"]["in_inventory"] is False
+    assert _status.verdict(rows) == (True, "1 deployment(s) serving: spark-1. Retired: pair-a.")
+    lines = _status.table(rows)
+    assert [line.split("  ")[0] for line in lines[1:3]] == ["pair-a (not in inventory)", "spark-1"]
+    assert lines[-1] == "INVENTORY " + retired["problems"][0]
+
+
+def test_deployment_that_serves_outside_the_inventory_keeps_its_status_with_a_problem():
+    st = state(dep="pair-a", k=2)
+    facts = {"spark-1": node_fact("spark-1", [st], [probe_of(st, metrics_text=fixture("llamacpp-metrics-after.txt"))])}
+    rows = _status.build_rows(["spark-1"], None, facts, {"spark-1": ["spark-1"]})
+    row = rows[0]
+    assert row["status"] == "serving" and row["in_inventory"] is False
+    assert row["problems"] == [_status.not_in_inventory_problem("pair-a", ["spark-1"])]
+    assert "not in the inventory" in row["problems"][0] and "--limit spark-1" in row["problems"][0]
+    assert _status.summary(rows)["serving"] == ["pair-a"] and _status.verdict(rows)[0] is True
+    assert _status.table(rows)[-1] == "INVENTORY " + row["problems"][0]
+    # A torn-down record outside the inventory stays torn_down (teardown ended it; nothing to fix).
+    old = torn(state(dep="pair-a"))
+    rows = _status.build_rows(["spark-1"], None, {"spark-1": absent_node("spark-1", [old])}, {"spark-1": ["spark-1"]})
+    assert rows[0]["status"] == "torn_down" and rows[0]["in_inventory"] is False and rows[0]["problems"] == []
+    assert not [line for line in _status.table(rows) if line.startswith("INVENTORY")]

@@ -248,3 +248,16 @@ def test_pending_container_change_is_read_from_the_record_and_the_kept_container
     node.outputs[KEPT_INSPECT] = (1, "", "Error: No such object: trtllm-multinode-previous")
     status = call({"node": "spark-1", "state_dir": str(state_dir), "probe": False})["status"]
     assert status["pending_change"]["kept_container"] == "absent"
+
+
+def test_torn_down_record_is_read_but_not_probed(node, server, tmp_path):
+    from ansible_collections.sparkops.specdec.plugins.module_utils import _teardown
+
+    state_dir = tmp_path / "state"
+    # Another server answers on the torn-down deployment's old port: it must not be taken for it.
+    write_state(state_dir, _teardown.torn_down_state(ts.state(dep="pair-a", port=server), "2026-11-24T08:00:00+00:00"))
+    status = call({"node": "spark-1", "state_dir": str(state_dir)})["status"]
+    assert status["probes"] == [] and Server.seen == []
+    state = status["records"][0]["state"]
+    assert state["running"] is None and state["torn_down_at"] == "2026-11-24T08:00:00+00:00"
+    assert state["previous"]["port"] == server and state["previous"]["max_draft_len"] == 4
