@@ -19,7 +19,7 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _inventory
-from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _fleet, _plan, _secrets, _settings
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _fleet, _peer_copy, _plan, _secrets, _settings
 
 _ARGS = frozenset(("topology", "commits", "downloads", "image", "state", "server_running", "probe", "allow_restart"))
 # Settings that must be the same on every member of a deployment (the server's and the shared
@@ -292,16 +292,28 @@ class ActionModule(ActionBase):
             args["state"], args["server_running"] = _plan.parse_probe(probe.get("stdout"), probe.get("rc", 1))
         built = _plan.build_plan(dep, trtllm_version=version, version_source=source, commits=commits,
                                  image_id=image.get("id"), tuned=(args.get("state") or {}).get("tuned"))
+        # Fetch once per pair: only over the SSH mesh of the deploy user (the user Ansible connects as, when the
+        # inventory names it; else the nodes decide once they know it).
+        deploy_user = None
+        try:
+            deploy_user = hostvars[dep["head"]].get("ansible_user") if dep.get("head") in hostvars else None
+        except Exception:  # an unresolvable ansible_user is reported by the connection itself
+            deploy_user = None
+        peer_copy, peer_errors = _peer_copy.plan_peer_copy(settings, dep["members"], deploy_user or "")
         # A setting already reported by the per-setting checks is not reported again by the plan.
         named = {e.split(":", 1)[0] for e in errors}
-        errors += [e for e in built["errors"] if e not in errors and e.split(":", 1)[0] not in named]
+        errors += [e for e in built["errors"] + peer_errors if e not in errors and e.split(":", 1)[0] not in named]
         result["changed"] = False
         result["deployment"] = {k: v for k, v in dep.items() if k != "settings"}
         if errors:
             return self._failed(result, dep["id"], result["deployment"], errors)
         plan = built["plan"]
+        plan["peer_copy"] = peer_copy
         result["errors"] = []
         result["plan"] = plan
+        warnings = ["%s." % e["reason"] for e in peer_copy.values() if e["mesh_user_differs"]]
+        if warnings:
+            result["warnings"] = warnings
         if "server_running" in args and plan.get("launch") is not None:
             decision = _plan.decide(args.get("state") or {}, plan, bool(args.get("server_running")),
                                     bool(args.get("allow_restart")))

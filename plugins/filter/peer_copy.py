@@ -3,11 +3,15 @@
 # Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
 """PRIVATE filter of the specdec_server role (the logic is in module_utils/_peer_copy.py).
 
-- ``hostvars | sparkops.specdec.peer_copy_role(me, members, head, enabled, download)``: this node's part in fetching
-  the models of its deployment: ``fetch`` (the head of a pair: from the Hub, once), ``receive`` (its peer: copied
-  from the head's first fabric address) or ``alone`` (a single node, or peer copy / downloads switched off).
-- ``hostvars | sparkops.specdec.image_peer_copy_role(me, members, head, enabled, image)``: the same for the engine
-  image (an image pinned by digest is pulled by every node).
+- ``hostvars | sparkops.specdec.peer_copy_role(me, members, head, enabled, download, users)``: this
+  node's part in fetching the models of its deployment: ``fetch`` (the head of a pair: from the Hub, once),
+  ``receive`` (its peer: copied from the head's first fabric address) or ``alone`` (a single node, peer copy /
+  downloads switched off, or ``auto`` with an SSH mesh user that is not the deploy user). ``enabled``: ``auto``,
+  true or false; true with another mesh user is an error naming the setting and the fix.
+- ``hostvars | sparkops.specdec.image_peer_copy_role(me, members, head, enabled, image, users)``: the
+  same for the engine image (an image pinned by digest is pulled by every node).
+- ``users``: ``[ssh_mesh_user, deploy user]`` (the mesh user empty: the deploy user; the deploy user is the user
+  Ansible connects as, ``trtllm_container_mounts.user``); omitted: no check of the mesh user.
 """
 
 from __future__ import annotations
@@ -17,16 +21,24 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.sparkops.specdec.plugins.module_utils import _peer_copy
 
 
-def peer_copy_role(hostvars, me, members, head, enabled=True, download=True):
+def _users(users):
+    """(mesh user, deploy user) from ``[ssh_mesh_user, deploy user]``; empty strings for what is not given."""
+    users = list(users or []) + ["", ""]
+    return str(users[0] or ""), str(users[1] or "")
+
+
+def peer_copy_role(hostvars, me, members, head, enabled="auto", download=True, users=None):
     try:
-        return _peer_copy.peer_copy_role(hostvars, str(me), list(members or []), str(head), bool(enabled), bool(download))
+        return _peer_copy.peer_copy_role(hostvars, str(me), list(members or []), str(head), enabled, bool(download),
+                                         *_users(users))
     except _peer_copy.PeerCopyError as exc:
         raise AnsibleFilterError(exc.msg) from None
 
 
-def image_peer_copy_role(hostvars, me, members, head, enabled=True, image=""):
+def image_peer_copy_role(hostvars, me, members, head, enabled="auto", image="", users=None):
     try:
-        return _peer_copy.image_peer_copy_role(hostvars, str(me), list(members or []), str(head), bool(enabled), str(image or ""))
+        return _peer_copy.image_peer_copy_role(hostvars, str(me), list(members or []), str(head), enabled, str(image or ""),
+                                               *_users(users))
     except _peer_copy.PeerCopyError as exc:
         raise AnsibleFilterError(exc.msg) from None
 

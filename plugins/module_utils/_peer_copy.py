@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
-# PRIVATE to the sparkops.specdec collection: helpers for hf_peer_manifest, hf_peer_copy and the
-# peer_copy_role filter. Not a public API; it may change in any release without notice.
+# PRIVATE to the sparkops.specdec collection: helpers for hf_peer_manifest, hf_peer_copy, docker_image_peer_copy,
+# the peer_copy_role filters and the plan. Not a public API; it may change in any release without notice.
 #
 # Copyright: sparkops maintainers
 # Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
@@ -8,7 +8,10 @@
 copies it over the fabric.
 
 * ``peer_copy_role`` (controller): which node of a deployment fetches (its head) and which receive, and the
-  head's fabric address the receivers copy from.
+  head's fabric address the receivers copy from. The copy runs ``ssh`` as the deploy user, so it is used only where
+  the SSH mesh is that user's (``mesh_user_decision``: ``auto`` falls back to every node fetching by itself and
+  says why; ``true`` with another ``ssh_mesh_user`` is a one-line error); ``plan_peer_copy`` gives the plan the same
+  verdict before any change.
 * ``sender_manifest`` (on the head, read-only): the files of the downloaded commit with size, the HF etag and a
   sha256 per file: the Hub's recorded sha256 for LFS files (their etag), else the sha256 of the head's file.
 * ``receive`` (on the peer): every file not already complete is streamed from the head (by default
@@ -62,27 +65,77 @@ class PeerCopyError(Exception):
 # --------------------------------------------------------------------------- who fetches (controller)
 
 
-def peer_copy_role(hostvars, me, members, head, enabled=True, download=True):
+MODELS_SETTING = 'specdec_server_peer_copy'
+IMAGE_SETTING = 'trtllm_container_image_peer_copy'
+_TRUE = ('true', 'yes', 'on', '1')
+_FALSE = ('false', 'no', 'off', '0')
+
+
+def setting_value(name, value):
+    """``auto``, True or False from a peer-copy setting (``auto``, or a boolean as YAML or -e gives it)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value if value is not None else '').strip().lower()
+    if text == 'auto':
+        return 'auto'
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise PeerCopyError('%s: %r is not auto, true or false; set auto (the default: fetch once per pair when the SSH '
+                        'mesh is the deploy user\'s), true or false.' % (name, value), 'invalid_option')
+
+
+def mesh_user_decision(name, value, mesh_user='', deploy_user=''):
+    """Whether peer copy may be used as far as the SSH mesh is concerned: ``(use, reason)``.
+
+    The copy runs ``ssh <head>`` as the deploy user (the user Ansible connects as), so it needs that user's mesh key.
+    ``mesh_user`` is ``ssh_mesh_user`` (empty: the deploy user); ``deploy_user`` is the deploy user's name (empty or
+    None: not known yet, e.g. before connecting without ``ansible_user``: no verdict, ``use`` follows the setting).
+    ``auto`` with another mesh user: every node fetches by itself (``use`` false, the reason says why); ``true``
+    with another mesh user: PeerCopyError (one line naming the setting, the problem and the fix); ``false``: off.
+    """
+    mode = setting_value(name, value)
+    if mode is False:
+        return False, '%s is false: every node fetches for itself' % name
+    mesh_user, deploy_user = str(mesh_user or '').strip(), str(deploy_user or '').strip()
+    if not mesh_user or not deploy_user or mesh_user == deploy_user:
+        return True, None
+    if mode is True:
+        raise PeerCopyError('%s: true, but ssh_mesh_user %s is not the deploy user %s, and the copy runs ssh as the '
+                            'deploy user, whose key the SSH mesh does not set up: set %s: auto (each node then fetches '
+                            'by itself) or false, or set ssh_mesh_user to %s (or empty).'
+                            % (name, mesh_user, deploy_user, name, deploy_user), 'mesh_user')
+    alone = 'every node pulls or loads the image itself' if name == IMAGE_SETTING else 'every node fetches for itself'
+    return False, ('%s is auto and ssh_mesh_user %s is not the deploy user %s (the copy runs ssh as the deploy user, '
+                   'whose key the SSH mesh does not set up): %s; set %s: false to say so, or ssh_mesh_user to %s (or '
+                   'empty) to fetch once per pair' % (name, mesh_user, deploy_user, alone, name, deploy_user))
+
+
+def peer_copy_role(hostvars, me, members, head, enabled='auto', download=True, mesh_user='', deploy_user='',
+                   setting=MODELS_SETTING):
     """This node's part in fetching the models of its deployment.
 
     Returns ``{'mode': 'fetch'|'receive'|'alone', 'source': head or None, 'source_address': IP or None,
-    'reason': str}``. A deployment of one node, ``enabled`` false or ``download`` false (each node only checks its
-    cache) is ``alone``: the node does what it did before (fetch or check by itself). In a pair the head fetches
-    from the Hub and every other member receives from the head's first fabric address
-    (``netplan_qsfp_fabric.ips[0]``).
+    'reason': str}``. A deployment of one node, ``enabled`` false, ``download`` false (each node only checks its
+    cache), or ``enabled`` auto with an SSH mesh user that is not the deploy user (``mesh_user_decision``) is
+    ``alone``: the node does what it did before (fetch or check by itself). In a pair the head fetches from the Hub
+    and every other member receives from the head's first fabric address (``netplan_qsfp_fabric.ips[0]``).
+    ``enabled`` true with another mesh user is a PeerCopyError.
     """
     members = list(members or [])
     if me not in members:
         raise PeerCopyError('%s is not a member of its deployment (%s): run the role on the deployment\'s nodes.'
                             % (me, ', '.join(members) or 'none'))
+    mode = setting_value(setting, enabled)
     if len(members) < 2:
         return {'mode': 'alone', 'source': None, 'source_address': None, 'reason': 'single node'}
-    if not enabled:
-        return {'mode': 'alone', 'source': None, 'source_address': None,
-                'reason': 'specdec_server_peer_copy is false: every node fetches for itself'}
-    if not download:
+    if mode is not False and not download:
         return {'mode': 'alone', 'source': None, 'source_address': None,
                 'reason': 'specdec_server_download is false: every node checks its own cache'}
+    use, why = mesh_user_decision(setting, mode, mesh_user, deploy_user)
+    if not use:
+        return {'mode': 'alone', 'source': None, 'source_address': None, 'reason': why}
     if head not in members:
         raise PeerCopyError('specdec_head_host %r is not a member of the deployment (%s): set it to one of them.'
                             % (head, ', '.join(members)))
@@ -92,26 +145,83 @@ def peer_copy_role(hostvars, me, members, head, enabled=True, download=True):
     fabric = (hostvars.get(head) or {}).get('netplan_qsfp_fabric') or {}
     ips = fabric.get('ips') if isinstance(fabric, Mapping) else None
     if not ips or not isinstance(ips, list) or not ips[0]:
-        raise PeerCopyError('specdec_server_peer_copy: the head %s has no fabric address (netplan_qsfp_fabric.ips) to '
-                            'copy the models from: run the netplan_qsfp role on the pair first, or set '
-                            'specdec_server_peer_copy: false.' % head)
+        raise PeerCopyError('%s: the head %s has no fabric address (netplan_qsfp_fabric.ips) to copy from: run the '
+                            'netplan_qsfp role on the pair first, or set %s: false.' % (setting, head, setting))
     return {'mode': 'receive', 'source': head, 'source_address': str(ips[0]),
             'reason': 'copied from %s over the fabric (%s)' % (head, ips[0])}
 
 
-def image_peer_copy_role(hostvars, me, members, head, enabled=True, image=''):
+def image_peer_copy_role(hostvars, me, members, head, enabled='auto', image='', mesh_user='', deploy_user=''):
     """``peer_copy_role`` for the engine image. An image pinned by digest (``name@sha256:...``) is pulled by every
     node: ``docker load`` records no registry digest, so a loaded copy could not be found by it."""
+    mode = setting_value(IMAGE_SETTING, enabled)
     if '@' in str(image or ''):
         if me not in list(members or []):
             raise PeerCopyError('%s is not a member of its deployment (%s): run the role on the deployment\'s nodes.'
                                 % (me, ', '.join(members or []) or 'none'))
         return {'mode': 'alone', 'source': None, 'source_address': None,
                 'reason': 'pinned by digest: every node pulls it (docker load records no registry digest)'}
-    role = peer_copy_role(hostvars, me, members, head, enabled, True)
-    if not enabled and role['mode'] == 'alone' and len(list(members or [])) > 1:
-        role['reason'] = 'trtllm_container_image_peer_copy is false: every node pulls or loads the image itself'
+    role = peer_copy_role(hostvars, me, members, head, mode, True, mesh_user, deploy_user, IMAGE_SETTING)
+    if mode is False and role['mode'] == 'alone' and len(list(members or [])) > 1:
+        role['reason'] = '%s is false: every node pulls or loads the image itself' % IMAGE_SETTING
     return role
+
+
+def _as_bool(value):
+    if isinstance(value, bool):
+        return value
+    return str(value).strip().lower() not in _FALSE
+
+
+def plan_peer_copy(settings, members, deploy_user=''):
+    """The plan's view of fetch once per pair (controller, before any change): for ``models`` and ``image``,
+    ``{'setting', 'value' (auto, true or false), 'use' (true, false, or None when the deploy user is not known
+    yet: the nodes decide), 'reason', 'mesh_user_differs' (auto fell back because ssh_mesh_user is not the deploy
+    user)}``, and the problems (one line each) of an explicit ``true`` that cannot work.
+
+    ``settings``: the deployment's settings (``specdec_server_peer_copy``, ``trtllm_container_image_peer_copy``,
+    ``ssh_mesh_user``, ``specdec_server_download``, ``trtllm_container_image``); ``deploy_user``: the user Ansible
+    connects as when the inventory names it (``ansible_user``), else empty.
+    """
+    out, errors = {}, []
+    mesh_user = str(settings.get('ssh_mesh_user') or '').strip()
+    for key, name in (('models', MODELS_SETTING), ('image', IMAGE_SETTING)):
+        entry = {'setting': name, 'value': None, 'use': False, 'reason': None, 'mesh_user_differs': False}
+        out[key] = entry
+        try:
+            mode = setting_value(name, settings.get(name, 'auto'))
+        except PeerCopyError as e:
+            errors.append(e.msg)
+            entry['reason'] = e.msg
+            continue
+        entry['value'] = {True: 'true', False: 'false'}.get(mode, mode)
+        if len(list(members or [])) < 2:
+            entry['reason'] = 'single node'
+            continue
+        if mode is not False and key == 'models' and not _as_bool(settings.get('specdec_server_download', True)):
+            entry['reason'] = 'specdec_server_download is false: every node checks its own cache'
+            continue
+        if key == 'image' and '@' in str(settings.get('trtllm_container_image') or ''):
+            entry['reason'] = 'pinned by digest: every node pulls it (docker load records no registry digest)'
+            continue
+        try:
+            use, why = mesh_user_decision(name, mode, mesh_user, deploy_user)
+        except PeerCopyError as e:
+            errors.append(e.msg)
+            entry['reason'] = e.msg
+            continue
+        if not use:
+            # auto with another mesh user: the run says why each node fetches by itself (the plan warns).
+            entry['reason'], entry['mesh_user_differs'] = why, mode == 'auto'
+        elif mesh_user and not str(deploy_user or '').strip():
+            entry['use'] = None
+            entry['reason'] = ('ssh_mesh_user is %s and the inventory does not name the deploy user (ansible_user): '
+                               'each node decides once it knows its user' % mesh_user)
+        else:
+            entry['use'] = True
+            entry['reason'] = 'the head fetches once; its peer copies over the SSH mesh of %s' % (
+                str(deploy_user or '').strip() or 'the deploy user')
+    return out, errors
 
 
 # --------------------------------------------------------------------------- the sender's manifest

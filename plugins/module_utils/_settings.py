@@ -348,8 +348,17 @@ def _type_fix(name, spec, value):
     return _TYPE_FIX.get(kind, 'set a value of type %s' % kind)
 
 
+# Settings of type str with the choices auto, true and false that keep accepting a YAML boolean (they were booleans):
+# true/false become 'true'/'false', as Ansible's own argument validation turns them.
+AUTO_OR_BOOL = ('specdec_server_peer_copy', 'trtllm_container_image_peer_copy')
+
+
 def _check_type(name, spec, value):
     """(coerced value, None) or (None, message)."""
+    if name in AUTO_OR_BOOL and isinstance(value, bool):
+        value = 'true' if value else 'false'
+    elif name in AUTO_OR_BOOL and isinstance(value, str) and value.strip().lower() in ('auto', 'true', 'false'):
+        value = value.strip().lower()
     shown = _shown(name, value)
     kind = spec.get('type', 'str')
     if value is None:

@@ -205,6 +205,17 @@ plan:
         api_key, the key's fingerprint, when a key is set); null before the downloads.
       type: dict
     fingerprint: {description: sha256 of the canonical JSON of the launch spec., type: str}
+    peer_copy:
+      description:
+        - 'Fetch once per pair: C(models) (C(specdec_server_peer_copy)) and C(image) (C(trtllm_container_image_peer_copy)),
+          each with C(setting), C(value) (C(auto), C(true) or C(false)), C(use) (true: the head fetches once and its peer
+          copies over the SSH mesh; false: every node fetches by itself; null: C(ssh_mesh_user) is set and the inventory
+          does not name the deploy user, so each node decides once it knows it), C(reason) (one line) and
+          C(mesh_user_differs) (C(auto) fell back because C(ssh_mesh_user) is not the deploy user; the plan then also
+          warns).'
+        - The copy runs C(ssh) as the deploy user (the user Ansible connects as, C(ansible_user)), so it needs that user's
+          mesh key. C(true) with another C(ssh_mesh_user) is an error of the plan, before any change.
+      type: dict
 decision:
   description: What to do with the server, C(action) (none, start, restart, refuse) and C(reason).
   returned: when O(server_running) and O(commits) are given

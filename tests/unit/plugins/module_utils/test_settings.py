@@ -219,8 +219,8 @@ NEGATIVE_CASES = [
      'is not a boolean'),
     ('allow-recreate-not-bool', {'trtllm_container_allow_recreate': 'if needed'}, 'trtllm_container_allow_recreate',
      'is not a boolean'),
-    ('image-peer-copy-not-bool', {'trtllm_container_image_peer_copy': 'maybe'}, 'trtllm_container_image_peer_copy',
-     'is not a boolean'),
+    ('image-peer-copy-not-auto-or-bool', {'trtllm_container_image_peer_copy': 'maybe'}, 'trtllm_container_image_peer_copy',
+     '"maybe" is not one of auto, true, false'),
     ('image-peer-copy-timeout-zero', {'trtllm_container_image_peer_copy_timeout': 0},
      'trtllm_container_image_peer_copy_timeout', 'is out of range'),
     ('start-timeout-zero', {'trtllm_container_start_timeout': 0}, 'trtllm_container_start_timeout',
@@ -336,7 +336,8 @@ NEGATIVE_CASES = [
     ('hf-endpoint-no-scheme', {'specdec_server_hf_endpoint': 'hf-mirror.example.com'}, 'specdec_server_hf_endpoint',
      'is not a http:// or https:// URL'),
     ('download-not-bool', {'specdec_server_download': 'later'}, 'specdec_server_download', 'is not a boolean'),
-    ('peer-copy-not-bool', {'specdec_server_peer_copy': 'sometimes'}, 'specdec_server_peer_copy', 'is not a boolean'),
+    ('peer-copy-not-auto-or-bool', {'specdec_server_peer_copy': 'sometimes'}, 'specdec_server_peer_copy',
+     '"sometimes" is not one of auto, true, false'),
     ('download-timeout-zero', {'specdec_server_download_timeout': 0}, 'specdec_server_download_timeout',
      'is out of range'),
     ('max-workers-zero', {'specdec_server_download_max_workers': 0}, 'specdec_server_download_max_workers',
@@ -561,6 +562,12 @@ def test_one_message_per_problem_and_sorted():
     {'specdec_server_hf_token': SECRET_TOKEN},
     {'preflight_usable_memory_bytes': 0},
     {'preflight_report_path': '/tmp/preflight.json'},
+    # auto, true or false; the booleans they were stay accepted.
+    {'specdec_server_peer_copy': 'auto'},
+    {'specdec_server_peer_copy': True},
+    {'specdec_server_peer_copy': 'false'},
+    {'trtllm_container_image_peer_copy': False},
+    {'trtllm_container_image_peer_copy': 'True'},
 ], ids=lambda s: '%s=%r' % next(iter(s.items())))
 def test_valid_values_are_accepted(settings):
     assert check(settings) == []
