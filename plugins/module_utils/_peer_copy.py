@@ -28,6 +28,7 @@ copies it over the fabric.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
@@ -60,6 +61,55 @@ class PeerCopyError(Exception):
         super().__init__(msg)
         self.msg = msg
         self.kind = kind
+
+
+# --------------------------------------------------------------------------- the modules' shared options
+# Documented once in plugins/doc_fragments/peer_copy.py: SSH_SOURCE_SPEC is sparkops.specdec.peer_copy
+# (hf_peer_copy, docker_image_peer_copy), HF_SNAPSHOT_SPEC is sparkops.specdec.peer_copy.hf_snapshot (hf_peer_manifest,
+# hf_peer_copy).
+
+SSH_SOURCE_SPEC = {
+    'source_address': {'type': 'str', 'required': True},
+    'source_name': {'type': 'str'},
+    'ssh_options': {'type': 'list', 'elements': 'str', 'default': list(DEFAULT_SSH_OPTIONS)},
+    'connect_timeout': {'type': 'int', 'default': 10},
+}
+
+HF_SNAPSHOT_SPEC = {
+    'repo_id': {'type': 'str', 'required': True},
+    'repo_type': {'type': 'str', 'default': 'model', 'choices': ['model', 'dataset']},
+    'cache_dir': {'type': 'path'},
+    'local_dir': {'type': 'path'},
+    'allow_patterns': {'type': 'list', 'elements': 'str'},
+    'ignore_patterns': {'type': 'list', 'elements': 'str'},
+}
+
+# AnsibleModule keywords that go with HF_SNAPSHOT_SPEC: exactly one of cache_dir and local_dir.
+HF_SNAPSHOT_RULES = {
+    'mutually_exclusive': [('cache_dir', 'local_dir')],
+    'required_one_of': [('cache_dir', 'local_dir')],
+}
+
+
+def argument_spec(*shared, **own):
+    """A module's argument spec: copies of the shared specs, then its own options."""
+    spec = {}
+    for part in shared:
+        spec.update((name, copy.deepcopy(option)) for name, option in part.items())
+    spec.update(own)
+    return spec
+
+
+def ssh_source(params):
+    """``(address, problem)`` from the SSH_SOURCE_SPEC options: ``problem`` is a one-line message (naming the option
+    and the fix) or None."""
+    address = (params.get('source_address') or '').strip()
+    if not address or address.startswith('-') or any(c.isspace() for c in address):
+        return address, ('source_address %r is not an address: set the sender\'s fabric address, e.g. 192.168.100.10'
+                         % address)
+    if params.get('connect_timeout') is not None and params['connect_timeout'] < 1:
+        return address, 'connect_timeout must be >= 1 second (got %d)' % params['connect_timeout']
+    return address, None
 
 
 # --------------------------------------------------------------------------- who fetches (controller)

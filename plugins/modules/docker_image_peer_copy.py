@@ -25,6 +25,7 @@ author:
   - sparkops maintainers (@sparkops)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - sparkops.specdec.peer_copy
 attributes:
   check_mode:
     support: full
@@ -42,22 +43,6 @@ options:
     description: The sender's image id (V(sha256:<64 hex>), C(Id) of its C(docker image inspect)).
     type: str
     required: true
-  source_address:
-    description: Address of the sender that this node's SSH client reaches (in a pair, the head's fabric address).
-    type: str
-    required: true
-  source_name:
-    description: Name of the sender in messages (e.g. its inventory name). Default O(source_address).
-    type: str
-  ssh_options:
-    description: Options of the C(ssh) client, before the address.
-    type: list
-    elements: str
-    default: ['-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=yes']
-  connect_timeout:
-    description: SSH connection timeout, in seconds.
-    type: int
-    default: 10
 notes:
   - The user running the module must be able to run C(docker) on both nodes (the C(docker_group) role).
   - "C(error_kind) of a failure: C(mismatch) (docker load failed, or another id), C(transport) (ssh or docker save
@@ -124,23 +109,17 @@ from ansible_collections.sparkops.specdec.plugins.module_utils import _peer_copy
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
+        argument_spec=_peer_copy.argument_spec(
+            _peer_copy.SSH_SOURCE_SPEC,
             name=dict(type='str', required=True),
             image_id=dict(type='str', required=True),
-            source_address=dict(type='str', required=True),
-            source_name=dict(type='str'),
-            ssh_options=dict(type='list', elements='str', default=list(_peer_copy.DEFAULT_SSH_OPTIONS)),
-            connect_timeout=dict(type='int', default=10),
         ),
         supports_check_mode=True,
     )
     p = module.params
-    address = (p['source_address'] or '').strip()
-    if not address or address.startswith('-') or any(c.isspace() for c in address):
-        module.fail_json(msg='source_address %r is not an address: set the sender\'s fabric address, e.g. 192.168.100.10'
-                         % address, error_kind='invalid_option')
-    if p['connect_timeout'] < 1:
-        module.fail_json(msg='connect_timeout must be >= 1 second (got %d)' % p['connect_timeout'], error_kind='invalid_option')
+    address, problem = _peer_copy.ssh_source(p)
+    if problem:
+        module.fail_json(msg=problem, error_kind='invalid_option')
     docker = _peer_copy.DockerCli(module.get_bin_path('docker', required=True))
     transport = _peer_copy.SshImageTransport(address, p['ssh_options'], p['connect_timeout'])
     try:

@@ -30,6 +30,8 @@ author:
   - sparkops maintainers (@sparkops)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - sparkops.specdec.peer_copy
+  - sparkops.specdec.peer_copy.hf_snapshot
 attributes:
   check_mode:
     support: full
@@ -39,55 +41,14 @@ attributes:
   platform:
     platforms: posix
 options:
-  repo_id:
-    description: Repository id on the Hub, V(<namespace>/<name>).
-    type: str
-    required: true
   revision:
     description: The revision the model was asked for (branch, tag or commit); its ref is recorded as the manifest's commit.
     type: str
     default: main
-  repo_type:
-    description: Type of the repository.
-    type: str
-    choices: [model, dataset]
-    default: model
   manifest:
     description: The registered result of M(sparkops.specdec.hf_peer_manifest) on the sender, for the same repository.
     type: dict
     required: true
-  cache_dir:
-    description:
-      - The C(huggingface_hub) cache directory to copy into (as for M(sparkops.specdec.hf_download)).
-      - Exactly one of O(cache_dir) and O(local_dir) is required.
-    type: path
-  local_dir:
-    description: The plain directory to copy into (as for M(sparkops.specdec.hf_download)).
-    type: path
-  allow_patterns:
-    description: Only files matching one of these glob patterns; the same as on the sender.
-    type: list
-    elements: str
-  ignore_patterns:
-    description: Files matching one of these glob patterns are left out; the same as on the sender.
-    type: list
-    elements: str
-  source_address:
-    description: Address of the sender that this node's SSH client reaches (in a pair, the head's fabric address).
-    type: str
-    required: true
-  source_name:
-    description: Name of the sender in messages (e.g. its inventory name). Default O(source_address).
-    type: str
-  ssh_options:
-    description: Options of the C(ssh) client, before the address.
-    type: list
-    elements: str
-    default: ['-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=yes']
-  connect_timeout:
-    description: SSH connection timeout, in seconds.
-    type: int
-    default: 10
   max_workers:
     description: Number of files copied at the same time.
     type: int
@@ -200,35 +161,22 @@ from ansible_collections.sparkops.specdec.plugins.module_utils import _hf, _peer
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            repo_id=dict(type='str', required=True),
+        argument_spec=_peer_copy.argument_spec(
+            _peer_copy.HF_SNAPSHOT_SPEC, _peer_copy.SSH_SOURCE_SPEC,
             revision=dict(type='str', default='main'),
-            repo_type=dict(type='str', default='model', choices=['model', 'dataset']),
             manifest=dict(type='dict', required=True),
-            cache_dir=dict(type='path'),
-            local_dir=dict(type='path'),
-            allow_patterns=dict(type='list', elements='str'),
-            ignore_patterns=dict(type='list', elements='str'),
-            source_address=dict(type='str', required=True),
-            source_name=dict(type='str'),
-            ssh_options=dict(type='list', elements='str', default=list(_peer_copy.DEFAULT_SSH_OPTIONS)),
-            connect_timeout=dict(type='int', default=10),
             max_workers=dict(type='int', default=4),
             endpoint=dict(type='str'),
         ),
-        mutually_exclusive=[('cache_dir', 'local_dir')],
-        required_one_of=[('cache_dir', 'local_dir')],
+        **_peer_copy.HF_SNAPSHOT_RULES,
         supports_check_mode=True,
     )
     p = module.params
     if p['max_workers'] < 1:
         module.fail_json(msg='max_workers must be >= 1 (got %d)' % p['max_workers'], error_kind='invalid_option')
-    if p['connect_timeout'] < 1:
-        module.fail_json(msg='connect_timeout must be >= 1 second (got %d)' % p['connect_timeout'], error_kind='invalid_option')
-    address = (p['source_address'] or '').strip()
-    if not address or address.startswith('-') or any(c.isspace() for c in address):
-        module.fail_json(msg='source_address %r is not an address: set the sender\'s fabric address, e.g. 192.168.100.10'
-                         % address, error_kind='invalid_option')
+    address, problem = _peer_copy.ssh_source(p)
+    if problem:
+        module.fail_json(msg=problem, error_kind='invalid_option')
     target = _hf.Target(p['repo_id'], p['repo_type'], cache_dir=p['cache_dir'], local_dir=p['local_dir'])
     transport = _peer_copy.SshTransport(address, p['ssh_options'], p['connect_timeout'])
     try:

@@ -22,6 +22,7 @@ author:
   - sparkops maintainers (@sparkops)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
+  - sparkops.specdec.peer_copy.hf_snapshot
 attributes:
   check_mode:
     support: full
@@ -31,35 +32,10 @@ attributes:
   platform:
     platforms: posix
 options:
-  repo_id:
-    description: Repository id on the Hub, V(<namespace>/<name>).
-    type: str
-    required: true
   commit:
     description: Full 40-character commit SHA that M(sparkops.specdec.hf_download) resolved on this node (its C(commit) result).
     type: str
     required: true
-  repo_type:
-    description: Type of the repository.
-    type: str
-    choices: [model, dataset]
-    default: model
-  cache_dir:
-    description:
-      - The C(huggingface_hub) cache directory the model was downloaded to (as for M(sparkops.specdec.hf_download)).
-      - Exactly one of O(cache_dir) and O(local_dir) is required.
-    type: path
-  local_dir:
-    description: The plain directory the model was downloaded to (as for M(sparkops.specdec.hf_download)).
-    type: path
-  allow_patterns:
-    description: Only files matching one of these glob patterns (as for M(sparkops.specdec.hf_download)).
-    type: list
-    elements: str
-  ignore_patterns:
-    description: Files matching one of these glob patterns are left out (as for M(sparkops.specdec.hf_download)).
-    type: list
-    elements: str
 """
 
 EXAMPLES = r"""
@@ -127,17 +103,11 @@ from ansible_collections.sparkops.specdec.plugins.module_utils import _hf, _peer
 
 def main():
     module = AnsibleModule(
-        argument_spec=dict(
-            repo_id=dict(type='str', required=True),
+        argument_spec=_peer_copy.argument_spec(
+            _peer_copy.HF_SNAPSHOT_SPEC,
             commit=dict(type='str', required=True),
-            repo_type=dict(type='str', default='model', choices=['model', 'dataset']),
-            cache_dir=dict(type='path'),
-            local_dir=dict(type='path'),
-            allow_patterns=dict(type='list', elements='str'),
-            ignore_patterns=dict(type='list', elements='str'),
         ),
-        mutually_exclusive=[('cache_dir', 'local_dir')],
-        required_one_of=[('cache_dir', 'local_dir')],
+        **_peer_copy.HF_SNAPSHOT_RULES,
         supports_check_mode=True,
     )
     p = module.params
