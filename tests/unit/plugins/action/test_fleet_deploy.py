@@ -310,6 +310,45 @@ def test_run_argv_passes_only_what_a_run_needs():
                     "/c/playbooks/two_sparks.yml"]
 
 
+def _parsed(argv, monkeypatch):
+    """ansible-playbook's own parsing of ``argv``: its CLIARGS and the extra vars it loads (context restored after)."""
+    from ansible import context
+    from ansible.cli.playbook import PlaybookCLI
+    from ansible.utils.context_objects import CLIArgs
+    from ansible.utils.vars import load_extra_vars
+
+    # PlaybookCLI.parse() without its last step: the global CLIARGS is a singleton that keeps its first value.
+    cli = PlaybookCLI(argv)
+    cli.init_parser()
+    args = CLIArgs.from_options(cli.post_process_args(cli.parser.parse_args(argv[1:])))
+    monkeypatch.setattr(context, "CLIARGS", args)
+    # load_extra_vars keeps its first answer on itself: forget it for each parse.
+    monkeypatch.setattr(load_extra_vars, "extra_vars", None, raising=False)
+    return dict(args), load_extra_vars(DataLoader())
+
+
+def test_run_argv_a_rolling_image_change_reaches_each_run_as_given(monkeypatch, tmp_path):
+    # The fleet run's options as ansible-playbook parses them (molecule/fleet's rolling image change), and each
+    # deployment's argv parsed again: the same image, archive and consents, as the same text, in the same order.
+    (tmp_path / "more.yml").write_text("specdec_server_max_draft_len: 2\n")
+    given = ["--extra-vars=trtllm_container_image=sparkops-lab/trtllm-standin:1.4.0rc1",
+             "--extra-vars=trtllm_container_image_archive=/srv/sparkops-lab/images/trtllm-standin-1.4.0rc1.tar",
+             "--extra-vars=trtllm_container_allow_recreate=true", "-e", "specdec_server_allow_restart=true",
+             "-e", "@%s" % (tmp_path / "more.yml"), "-e", '{"fleet_deployments": ["pair-a", "spark-5"]}']
+    cli, fleet_vars = _parsed(["ansible-playbook", "-i", str(FLEET)] + given + ["playbooks/fleet.yml"], monkeypatch)
+    single = dict(DEP, id="spark-5", topology="single_spark", members=["spark-5"], head="spark-5")
+    for dep in (DEP, single):
+        argv = _fleet.run_argv("/bin/ansible-playbook", "/c/playbooks", dep, cli)
+        child, child_vars = _parsed(argv, monkeypatch)
+        assert child["extra_vars"][:len(cli["extra_vars"])] == cli["extra_vars"]
+        assert child["inventory"] == cli["inventory"] == (str(FLEET),)
+        assert {k: v for k, v in child_vars.items() if k != "single_spark_host"} == fleet_vars
+        assert child_vars["trtllm_container_image"] == "sparkops-lab/trtllm-standin:1.4.0rc1"
+        assert child_vars["trtllm_container_allow_recreate"] == "true"
+        assert child_vars["specdec_server_max_draft_len"] == 2
+    assert child_vars["single_spark_host"] == "spark-5"
+
+
 def test_parse_output_finds_the_document_between_other_output():
     doc = {"plays": [], "stats": {"a": {"ok": 1}}}
     text = "[WARNING]: x {not json}\n" + json.dumps(doc, indent=4) + "\nTuesday 24 November 2026  00:10:00 +0000\n"
