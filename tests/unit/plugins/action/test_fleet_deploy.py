@@ -18,10 +18,14 @@ import types
 
 import pytest
 
+from ansible import context
+from ansible.cli.playbook import PlaybookCLI
 from ansible.errors import AnsibleError
 from ansible.inventory.manager import InventoryManager
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
+from ansible.utils.context_objects import CLIArgs
+from ansible.utils.vars import load_extra_vars
 from ansible.vars.hostvars import HostVars
 from ansible.vars.manager import VariableManager
 
@@ -312,11 +316,6 @@ def test_run_argv_passes_only_what_a_run_needs():
 
 def _parsed(argv, monkeypatch):
     """ansible-playbook's own parsing of ``argv``: its CLIARGS and the extra vars it loads (context restored after)."""
-    from ansible import context
-    from ansible.cli.playbook import PlaybookCLI
-    from ansible.utils.context_objects import CLIArgs
-    from ansible.utils.vars import load_extra_vars
-
     # PlaybookCLI.parse() without its last step: the global CLIARGS is a singleton that keeps its first value.
     cli = PlaybookCLI(argv)
     cli.init_parser()
