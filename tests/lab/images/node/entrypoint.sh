@@ -4,7 +4,8 @@
 #     second (uncabled) port as dummy interfaces that stay down.
 #  2. Installs the lab's pinned SSH host key and the controller's authorized key.
 #  3. Applies the netplan files as systemd-networkd would at boot (networkd_boot.py).
-#  4. Starts a Docker engine (Docker-in-Docker) and then sshd in the foreground.
+#  4. Loads the ufw rules when ufw is enabled, as ufw.service does at boot.
+#  5. Starts a Docker engine (Docker-in-Docker) and then sshd in the foreground.
 # LAB_DOWN_IFS: pairs of interface names to create down (port 0 of the CX-7).
 # LAB_IFMAP: space-separated "IPV4PREFIX=NAME" pairs; the interface holding an
 # address starting with IPV4PREFIX is renamed NAME and its address removed (the
@@ -33,6 +34,15 @@ done
 # Boot-time addressing, as systemd-networkd does it on a Spark: the netplan files in /etc/netplan (e.g. the
 # fabric addresses netplan_qsfp wrote) are applied again at every start of the node (a "reboot").
 python3 /usr/local/lib/sparkops-lab/networkd_boot.py || echo "lab-entrypoint: networkd_boot.py failed; the node boots without those addresses" >&2
+
+# Boot-time firewall, as ufw.service does on a Spark (ExecStart=/lib/ufw/ufw-init start quiet): when
+# /etc/ufw/ufw.conf says ENABLED=yes (ufw enable wrote it), the rules in /etc/ufw are loaded again; otherwise nothing
+# happens. A restart of the node container starts a new network namespace without any iptables rule, as a reboot
+# does. Before dockerd and sshd, so nothing listens while the rules are missing (rules naming an interface match it
+# by name, so the renaming above may come first).
+if [ -x /lib/ufw/ufw-init ]; then
+  /lib/ufw/ufw-init start quiet || echo "lab-entrypoint: ufw-init start failed; the node boots without its firewall rules" >&2
+fi
 
 if [ -d /run/sparkops-lab/hostkeys ]; then
   install -m 0600 /run/sparkops-lab/hostkeys/ssh_host_ed25519_key /etc/ssh/ssh_host_ed25519_key
