@@ -97,6 +97,21 @@ class ActionModule(ActionBase):
             plan = self._module(DOCKER_CONTAINER, spec, task_vars, check_mode=True, diff=True)
             if plan.get("failed"):
                 return self._failed(result, plan, "docker_container (check mode)")
+            # A change left pending by an earlier run: its record must name the containers as they are.
+            path = args["previous_record"]
+            record = self._read_record(path, task_vars) if path else {}
+            kept_matches = False
+            if record:
+                problem = _change.pending_problem(record, plan.get("container"),
+                                                  self._inspect(record["kept_name"], task_vars), path)
+                if problem:
+                    result.update(failed=True, changed=False, msg=problem, previous=dict(record, path=path))
+                    return result
+                if plan.get("changed"):
+                    # Does the kept container already have the requested settings (the user backs out)?
+                    kept_plan = self._module(DOCKER_CONTAINER, dict(spec, name=record["kept_name"], state="present"),
+                                             task_vars, check_mode=True, diff=False)
+                    kept_matches = not kept_plan.get("failed") and not kept_plan.get("changed")
             refusal = _container.recreate_refusal(plan, args["allow_recreate"], name)
             if refusal:
                 result.update(failed=True, changed=False, msg=refusal, differences=_container.plan_differences(plan))
@@ -108,11 +123,18 @@ class ActionModule(ActionBase):
                 if problems:
                     result.update(failed=True, changed=False, msg="\n".join(problems), mount_problems=problems)
                     return result
-            path = args["previous_record"]
-            record = self._read_record(path, task_vars) if path else {}
-            decision = _change.apply_decision(plan, args["allow_recreate"], record) if path else {}
+            decision = _change.apply_decision(plan, args["allow_recreate"], record, kept_matches) if path else {}
             result["previous_action"] = decision
-            if plan.get("changed") and not check:
+            if decision.get("action") == "restore" and not check:
+                # Backed out: the kept container gets its name back (the same container), the record goes.
+                back = self._restore(record, path, task_vars)
+                if back.get("failed"):
+                    result.update(failed=True, changed=bool(back.get("changed")), msg=back["msg"])
+                    return result
+                result["previous_restored"] = True
+                record = {}
+                run = {"changed": True, "container": back.get("container") or {}}
+            elif plan.get("changed") and not check:
                 kept = self._keep(spec, plan, record, decision, args, path, task_vars)
                 if kept.get("failed"):
                     result.update(failed=True, changed=bool(kept.get("changed")), msg=kept["msg"])

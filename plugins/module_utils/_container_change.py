@@ -14,11 +14,19 @@ recorded one: the container kept is always the last one whose server was proven 
 
 Phases of one node: ``none`` (no record) -> ``kept`` (record, old container stopped under its kept name, new one
 running) -> ``none`` (released, or restored).
+
+A change left pending (the run stopped between the recreation and the server start) is taken up by the next run: it
+first checks that the containers are the ones the record names (``pending_problem``: else one line naming the record
+and the fix, before anything changes); a request for the new container again finishes the change (the server starts,
+then release or restore), a request the kept container already has (the user backs out) restores it (``restore``: the
+same container renamed back, not a third one), any other request replaces the unproven container.
 """
 
 from __future__ import annotations
 
 import json
+
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container
 
 SCHEMA_VERSION = 1
 KEPT_SUFFIX = "-previous"
@@ -83,25 +91,63 @@ def parse_record(text):
     return record
 
 
-def apply_decision(plan, allow_recreate, record):
+def pending_problem(record, current, kept, path="the record"):
+    """The one-line refusal when a pending change's record and the node's containers disagree, else "".
+
+    record: parse_record() of the node's record ({}: nothing pending); current / kept: docker inspect of the containers
+    named record['name'] and record['kept_name'] now (None when absent); path: the record's path. Agreement: the
+    container under the kept name is the recorded one (same id). Else the record cannot be acted on (neither finished
+    nor undone) and the message says what to do; nothing has been changed."""
+    if not record:
+        return ""
+    name, kept_as, old_id = record["name"], record["kept_name"], record["container"]["id"]
+    if kept and str(kept.get("Id")) == old_id:
+        return ""
+    head = ("The pending container change recorded in %s (the change to %s; the previous container kept as %s, id %s) "
+            % (path, record["change"].get("image") or "?", kept_as, old_id[:12]))
+    if current and str(current.get("Id")) == old_id:
+        return head + ("does not match this node: the recorded container runs as %s (a keep or a restore was "
+                       "interrupted); nothing was changed: start it if it is stopped (docker start %s), remove %s and "
+                       "re-run." % (name, name, path))
+    if not kept:
+        return head + ("does not match this node: there is no container %s (it cannot be restored); nothing was "
+                       "changed: to keep the container %s as it is, remove %s and re-run." % (kept_as, name, path))
+    return head + ("does not match this node: %s is another container (id %s); nothing was changed: look at it "
+                   "(docker inspect %s), remove or rename it if it is not needed, remove %s and re-run."
+                   % (kept_as, str(kept.get("Id") or "?")[:12], kept_as, path))
+
+
+def apply_decision(plan, allow_recreate, record, kept_matches=False):
     """What the apply of the container spec does about the running container.
 
     plan: the check-mode result of docker_container (changed; container = the inspect of the container as it is, None
-    when there is none). record: parse_record() of the node's record. Returns {'action', 'reason'}, action one of:
-    ``none`` (nothing changes), ``create`` (no container yet), ``keep`` (stop and keep the running container, then
-    create the new one: a consented recreation of a running container, no record), ``replace`` (recreate without
-    keeping: the container is stopped, or it is the new, unproven one of a pending change, whose record keeps the
-    proven one), ``refuse`` (a running container without consent: the caller's refusal names the differences).
+    when there is none). record: parse_record() of the node's record (checked by pending_problem). kept_matches: the
+    kept container of the record already has the requested settings (docker_container's check mode on it reports no
+    change). Returns {'action', 'reason'}, action one of:
+    ``none`` (nothing changes; with a record: the pending change is finished by the server start and its gate),
+    ``create`` (no container yet), ``keep`` (stop and keep the running container, then
+    create the new one: a consented recreation of a running container, no record), ``restore`` (a pending change
+    backed out: the unproven container is removed, the kept one gets its name back and is started, the record goes),
+    ``replace`` (recreate without keeping: the container is stopped, or it is the new, unproven one of a pending change,
+    whose record keeps the proven one), ``refuse`` (a running container without consent: the caller's refusal names
+    the differences).
     """
     plan = plan or {}
     container = plan.get("container")
     if not plan.get("changed"):
+        if record:
+            return {"action": "none", "reason": "the container is the new one of the pending change; the server start "
+                                                "finishes it (%s is removed once it serves, or restored if it fails)"
+                                                % record["kept_name"]}
         return {"action": "none", "reason": "the container has the requested settings"}
-    if not container:
-        return {"action": "create", "reason": "there is no container"}
     running = _running(container)
     if running and not allow_recreate:
         return {"action": "refuse", "reason": "the running container has other settings and there is no consent"}
+    if record and kept_matches:
+        return {"action": "restore", "reason": "the pending change is backed out: %s has the requested settings and "
+                                               "gets its name back" % record["kept_name"]}
+    if not container:
+        return {"action": "create", "reason": "there is no container"}
     if record:
         return {"action": "replace", "reason": "the running container is the unproven one of a pending change; "
                                                "%s stays kept" % record["kept_name"]}
@@ -170,6 +216,42 @@ def release_steps(record, kept):
     if kept and str(kept.get("Id")) == record["container"]["id"]:
         steps.append(("remove", record["kept_name"]))
     return steps + [("forget",)]
+
+
+def _names(image):
+    """An image reference and the name of its derived image with sshd (what a multi-node container runs)."""
+    image = str(image or "")
+    return {image, _container.sshd_image_name(image)} if image else set()
+
+
+def pending_outlook(record, kept_state, requested):
+    """What the next deployment does with a pending change, one sentence (the preflight's warning says it).
+
+    record: parse_record() of the node's record; kept_state: ``present`` (the recorded container is kept), ``absent``,
+    ``other`` (another container under the kept name), ``current`` (the recorded container runs under the container's
+    own name) or ``unknown`` (module_utils/_status.pending_change's kept_container); requested: the image the deployment
+    asks for (trtllm_container_image). Images are compared by name (the reference, or its derived image with sshd);
+    the deployment itself compares the containers' settings (docker_container), so other settings count there too."""
+    if not record:
+        return ""
+    kept_as, name = record["kept_name"], record["name"]
+    if kept_state == "unknown":
+        return "Docker could not be read, so what the next deployment does is unknown"
+    if kept_state != "present":
+        return ("the next deployment stops before any change (the record does not match the containers): remove the "
+                "record once %s is the container to keep" % name)
+    change = record.get("change") or {}
+    kept_image = (record["container"].get("settings") or {}).get("image")
+    wanted = _names(requested)
+    if wanted & ({change.get("image"), change.get("reference")} - {None, ""}):
+        return ("the next deployment with %s finishes it: it starts the server in the new container, then removes %s "
+                "once that serves, or gives the node %s back if it fails" % (requested, kept_as, kept_as))
+    if kept_image and kept_image in wanted:
+        return ("the next deployment with %s (the previous image) backs it out: with trtllm_container_allow_recreate "
+                "it removes the new container and gives %s its name back (the same container, not a new one)"
+                % (requested, kept_as))
+    return ("the next deployment with %s replaces the new container (with trtllm_container_allow_recreate) and keeps "
+            "%s until the new server serves" % (requested or "?", kept_as))
 
 
 def restored_summary(record, host, restored):

@@ -197,7 +197,8 @@ def test_no_consent_refuses_before_anything_changes():
     node = Node({"trtllm-multinode": old_container()})
     result = run(node, allow_recreate=False)
     assert result["failed"] is True and "trtllm_container_allow_recreate=true" in result["msg"]
-    assert node.modules() == [ec.DOCKER_CONTAINER]
+    # read only: the check-mode plan and the record (none here)
+    assert node.modules() == [ec.DOCKER_CONTAINER, ec.SLURP] and node.calls[0][1] is True
 
 
 def test_a_failed_create_puts_the_kept_container_back_at_once():

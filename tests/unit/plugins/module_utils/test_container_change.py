@@ -139,3 +139,86 @@ def test_change_report_names_nodes_not_restored():
     text = cc.change_report({"spark-1": rec}, ["spark-1"], [])
     assert "NOT undone on spark-1: its previous container is still kept as trtllm-multinode-previous" in text
     assert cc.change_report({}, ["spark-1"], [{"item": "spark-1", "skipped": True}]) == ""
+
+
+# ----------------------------------------------------------------- a change left pending by an interrupted run
+PATH = "/var/lib/sparkops/specdec/container-previous.json"
+KEPT_OLD = dict(OLD, State={"Running": False})
+
+
+@pytest.mark.parametrize("plan, consent, kept_matches, action", [
+    # the same new image again: no container changes, the server start and its gate finish the change
+    ({"changed": False, "container": NEW}, False, False, "none"),
+    # the previous image again (backed out): the kept container gets its name back, not a third container
+    ({"changed": True, "container": NEW}, True, True, "restore"),
+    ({"changed": True, "container": NEW}, False, True, "refuse"),  # the new container runs: consent needed
+    ({"changed": True, "container": dict(NEW, State={"Running": False})}, False, True, "restore"),
+    ({"changed": True, "container": None}, False, True, "restore"),  # the new container is gone: rename back only
+    # another image: the unproven container is replaced, the recorded one stays kept
+    ({"changed": True, "container": NEW}, True, False, "replace"),
+])
+def test_apply_decision_on_a_pending_change(plan, consent, kept_matches, action):
+    decision = cc.apply_decision(plan, consent, record(), kept_matches)
+    assert decision["action"] == action
+    if action in ("none", "restore"):
+        assert "trtllm-multinode-previous" in decision["reason"]
+
+
+def test_kept_matches_means_nothing_without_a_record():
+    assert cc.apply_decision({"changed": True, "container": None}, False, {}, True)["action"] == "create"
+    assert cc.apply_decision({"changed": True, "container": OLD}, True, {}, True)["action"] == "keep"
+
+
+def test_restore_steps_of_a_backed_out_change_without_the_new_container():
+    assert cc.restore_steps(record(), None, KEPT_OLD) == [
+        ("rename", "trtllm-multinode-previous", "trtllm-multinode"), ("start", "trtllm-multinode")]
+
+
+def test_pending_problem_none_when_the_kept_container_is_the_recorded_one():
+    assert cc.pending_problem(record(), NEW, KEPT_OLD, PATH) == ""
+    assert cc.pending_problem(record(), None, KEPT_OLD, PATH) == ""
+    assert cc.pending_problem({}, NEW, None, PATH) == ""
+
+
+@pytest.mark.parametrize("current, kept, texts", [
+    (NEW, None, ["there is no container trtllm-multinode-previous (it cannot be restored)",
+                 "to keep the container trtllm-multinode as it is, remove %s and re-run." % PATH]),
+    (NEW, {"Id": "c-stranger"}, ["trtllm-multinode-previous is another container (id c-stranger)",
+                                 "docker inspect trtllm-multinode-previous", "remove %s and re-run." % PATH]),
+    # the run stopped between the record and the rename (or a restore after the rename): the recorded one runs as name
+    (KEPT_OLD, None, ["the recorded container runs as trtllm-multinode", "docker start trtllm-multinode",
+                      "remove %s and re-run." % PATH]),
+])
+def test_pending_problem_names_the_record_and_the_fix(current, kept, texts):
+    line = cc.pending_problem(record(), current, kept, PATH)
+    assert line.startswith("The pending container change recorded in %s (the change to lab/standin:1.3.0rc12; the "
+                           "previous container kept as trtllm-multinode-previous, id c-old)" % PATH)
+    assert "\n" not in line and "nothing was changed" in line
+    for text in texts:
+        assert text in line, (text, line)
+
+
+@pytest.mark.parametrize("state, requested, texts", [
+    ("present", "lab/standin:1.3.0rc12", ["with lab/standin:1.3.0rc12 finishes it", "removes trtllm-multinode-previous"]),
+    # the multi-node container runs the derived image with sshd of the reference
+    ("present", "lab/standin:1.4.0rc1", ["(the previous image) backs it out", "gives trtllm-multinode-previous its name"]),
+    ("present", "lab/standin:9", ["with lab/standin:9 replaces the new container", "keeps trtllm-multinode-previous"]),
+    ("absent", "lab/standin:1.3.0rc12", ["stops before any change", "remove the record"]),
+    ("other", "lab/standin:1.3.0rc12", ["stops before any change"]),
+    ("current", "lab/standin:1.4.0rc1", ["stops before any change"]),
+    ("unknown", "lab/standin:1.3.0rc12", ["Docker could not be read"]),
+])
+def test_pending_outlook(state, requested, texts):
+    line = cc.pending_outlook(record(), state, requested)
+    for text in texts:
+        assert text in line, (text, line)
+    assert cc.pending_outlook({}, state, requested) == ""
+
+
+def test_pending_outlook_knows_the_derived_sshd_images():
+    rec = record()
+    rec["container"]["settings"]["image"] = "lab/standin:1.4.0rc1-sparkops-sshd"
+    rec["change"]["image"] = "lab/standin:1.3.0rc12-sparkops-sshd"
+    assert "backs it out" in cc.pending_outlook(rec, "present", "lab/standin:1.4.0rc1")
+    rec["change"]["reference"] = ""
+    assert "finishes it" in cc.pending_outlook(rec, "present", "lab/standin:1.3.0rc12")
