@@ -30,14 +30,14 @@ import ipaddress
 import json
 import re
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _nccl, _settings
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _container_change, _nccl, _settings
 
 STATUSES = ("pass", "warn", "fail", "skip")
 
 # Report order of the checks (per node). The two-node checks run only with topology two_sparks.
 CHECK_IDS = ("docker_nosudo", "gpu_runtime", "gpu_run", "ports_free", "endpoint_exposure", "clock_sync", "hf_access", "hub_reach",
              "same_user", "same_port", "link_speed", "fabric_ips", "ssh_nodes", "ssh_containers", "nccl_env", "same_image",
-             "disk_space", "memory_budget", "mem_available")
+             "pending_change", "disk_space", "memory_budget", "mem_available")
 TWO_NODE_CHECKS = frozenset(("same_port", "link_speed", "fabric_ips", "ssh_nodes", "ssh_containers", "nccl_env"))
 
 FIXES = {
@@ -61,6 +61,10 @@ FIXES = {
                 "trtllm_container_allow_recreate=true.",
     "same_image": "Pull or load the same image (by digest) on every node; trtllm_container_image should name a digest "
                   "or a fixed tag.",
+    "pending_change": "Re-run the deployment: with the same trtllm_container_image it finishes the change (the kept "
+                      "container goes once the new server serves); with the previous image and -e "
+                      "trtllm_container_allow_recreate=true it gives the node the kept container back. teardown.yml "
+                      "removes both.",
     "disk_space": "Free disk space or move the HF cache (specdec_hf_cache_dir) to a larger filesystem.",
     "memory_budget_tp1": "Use two Sparks (TP=2, two_sparks.yml) or a smaller/quantised model.",
     "memory_budget": "Use a smaller model or lower max_num_tokens.",
@@ -500,6 +504,51 @@ def check_same_image(node, probe, ctx):
     return "pass", by_node
 
 
+def check_pending_change(node, probe, ctx):
+    """A container change an earlier run left pending (module_utils/_container_change.py): warns naming the kept
+    container, its image, the change's image and this run's, since when, and what the next deployment does with it.
+    Fact ``pending_change`` of preflight_facts: record (path), present, text, error, kept (docker container inspect of
+    ``<container>-previous``: rc, stdout, stderr); the current container is the ``env`` inspect."""
+    fact = probe.get("pending_change")
+    if not isinstance(fact, dict):
+        return "skip", "skipped: " + (_missing(probe, "pending_change", "user") or "no facts about a container change")
+    path = fact.get("record") or "container-previous.json"
+    if not fact.get("present"):
+        return "pass", "no container change is pending (no %s)" % path
+    record = _container_change.parse_record(fact.get("text"))
+    if fact.get("error") or not record:
+        return "warn", ("%s is there but is not a container change record of schema %d (%s): the next deployment "
+                        "ignores it and keeps nothing" % (path, _container_change.SCHEMA_VERSION,
+                                                          one_line(fact.get("error")) or "unreadable")), (
+            "Remove %s, or run teardown.yml." % path)
+    kept_cmd = fact.get("kept") or {}
+    kept = inspect_first(kept_cmd.get("stdout")) if kept_cmd.get("rc") == 0 else {}
+    current = inspect_first(_cmd(probe, "env")["stdout"]) if _cmd(probe, "env")["rc"] == 0 else {}
+    old_id = record["container"]["id"]
+    if kept_cmd.get("rc") != 0 and "no such" not in str(kept_cmd.get("stderr") or "").lower():
+        state = "unknown"  # Docker could not be read (not "no such container")
+    elif kept.get("Id") == old_id:
+        state = "present"
+    elif not kept and current.get("Id") == old_id:
+        state = "current"
+    else:
+        state = "absent" if not kept else "other"
+    settings = record["container"].get("settings") or {}
+    where = {"present": "kept, stopped, as %s" % record["kept_name"],
+             "absent": "recorded, but %s is gone" % record["kept_name"],
+             "other": "recorded, but %s is another container" % record["kept_name"],
+             "current": "recorded, but it runs as %s (an interrupted keep or restore)" % record["name"],
+             "unknown": "kept as %s (Docker could not be read)" % record["kept_name"]}[state]
+    message = ("a container change to %s is pending since %s: the previous container (id %s, image %s) is %s; this "
+               "run asks for %s: %s" % (record["change"].get("image") or "?", record.get("kept_at") or "?",
+                                        old_id[:12], settings.get("image") or "?", where, ctx["image"] or "?",
+                                        _container_change.pending_outlook(record, state, ctx["image"])))
+    if state in ("absent", "other", "current"):
+        return "warn", message, ("Look at the containers (docker ps -a); once %s is the container to keep, remove %s "
+                                 "and re-run." % (record["name"], path))
+    return "warn", message
+
+
 def check_disk_space(node, probe, ctx):
     unknown, sizes, total, _per_node = _model_sizes(ctx)
     if unknown:
@@ -885,6 +934,7 @@ CHECKS = {
     "ssh_containers": check_ssh_containers,
     "nccl_env": check_nccl_env,
     "same_image": check_same_image,
+    "pending_change": check_pending_change,
     "disk_space": check_disk_space,
     "memory_budget": check_memory_budget,
     "mem_available": check_mem_available,

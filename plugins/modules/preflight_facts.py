@@ -37,6 +37,11 @@ description:
     present, O(gpu_check) is true and O(image) is already on the node (nothing is pulled): C(docker run --rm
     --pull never --network none --gpus all --entrypoint nvidia-smi O(image) -L) with C(ran), C(rc), C(stdout),
     C(stderr). The throw-away container is removed (C(--rm)); nothing else changes."
+  - "C(pending_change): the record of a container change an earlier run left pending
+    (C(O(state_dir)/container-previous.json), written by M(sparkops.specdec.engine_container)): C(record) (its path),
+    C(present), C(text) (its content), C(error) (why it could not be read, else empty) and, when it is there, C(kept)
+    (C(docker container inspect) of C(O(container)-previous), the container it keeps: C(rc), C(stdout), C(stderr);
+    null otherwise)."
 author:
   - sparkops maintainers (@sparkops)
 options:
@@ -165,6 +170,9 @@ facts:
     gpu:
       description: C(present), C(evidence), C(ran), C(rc), C(stdout), C(stderr), C(reason). Only with O(part=user).
       type: dict
+    pending_change:
+      description: C(record) (str, path), C(present) (bool), C(text) (str), C(error) (str), C(kept) (dict or null). Only with O(part=user).
+      type: dict
   sample:
     clock: {rc: 0, stdout: "yes", stderr: ""}
     ssh_containers: [{host: spark-2, address: 192.168.100.11, rc: 255, stdout: "",
@@ -172,6 +180,8 @@ facts:
     hub: {url: "http://192.168.250.5:8080/api/models/nvidia/Qwen3-235B-A22B-FP4/revision/main", status: 200,
           error: null, offline: "", skipped: false, reason: "", seconds: 0.02}
     gpu: {present: false, evidence: "", ran: false, rc: null, stdout: "", stderr: "", reason: "no GPU on this node"}
+    pending_change: {record: /var/lib/sparkops/specdec/container-previous.json, present: false, text: "", error: "",
+                     kept: null}
 """
 
 import glob
@@ -186,9 +196,12 @@ import urllib.parse
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import ConnectionError as UrlsConnectionError, open_url
 
+from ansible_collections.sparkops.specdec.plugins.module_utils._container_change import kept_name
 from ansible_collections.sparkops.specdec.plugins.module_utils._preflight import ssh_targets
 
 PUBLIC_HUB = "https://huggingface.co"
+# The record of a pending container change in state_dir (sparkops.specdec.engine_container writes it).
+RECORD_FILE = "container-previous.json"
 
 
 def run(module, argv, timeout=None):
@@ -291,6 +304,17 @@ def gpu_fact(module, params, image_present):
     return out
 
 
+def pending_fact(module, params):
+    """The record of a pending container change and the container it keeps (read only when the record is there)."""
+    path = os.path.join(params["state_dir"], RECORD_FILE)
+    out = {"record": path, "present": os.path.lexists(path), "text": "", "error": "", "kept": None}
+    if out["present"]:
+        read = read_file(path)
+        out.update(text=read["stdout"], error=read["stderr"] if read["rc"] else "")
+        out["kept"] = run(module, ["docker", "container", "inspect", kept_name(params["container"])])
+    return out
+
+
 def user_part(module, params):
     container, image = params["container"], params["image"]
     cache = params["hf_cache_dir"] or os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".cache", "huggingface")
@@ -317,6 +341,7 @@ def user_part(module, params):
         for t in targets]
     facts["hub"] = hub_fact(params)
     facts["gpu"] = gpu_fact(module, params, image and facts["image"]["rc"] == 0)
+    facts["pending_change"] = pending_fact(module, params)
     return facts
 
 

@@ -53,9 +53,9 @@ def test_report_written_0600_over_an_older_0644_file(tmp_path):
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert result["report_path"] == str(path)
     assert json.loads(path.read_text()) == result["checks"]
-    assert len(result["checks"]) == 38 and result["passed"] is True and result["changed"] is False
-    assert result["failed_checks"] == [] and len(result["summary"]) == 38
-    assert result["msg"].startswith("Preflight passed (38 checks")
+    assert len(result["checks"]) == 40 and result["passed"] is True and result["changed"] is False
+    assert result["failed_checks"] == [] and len(result["summary"]) == 40
+    assert result["msg"].startswith("Preflight passed (40 checks")
     assert not [f for f in os.listdir(tmp_path) if f.startswith(".preflight-report.")]
 
 

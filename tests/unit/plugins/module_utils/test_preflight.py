@@ -76,7 +76,8 @@ def user_part(**over):
     }
     cmds.update({k: v for k, v in over.items() if isinstance(v, tuple)})
     facts = {k: {"rc": v[0], "stdout": v[1].rstrip("\n"), "stderr": v[2].rstrip("\n")} for k, v in cmds.items()}
-    facts.update(ssh_nodes=[ssh_ok()], ssh_containers=[ssh_ok()], hub=dict(HUB_OK), gpu=dict(GPU_NONE))
+    facts.update(ssh_nodes=[ssh_ok()], ssh_containers=[ssh_ok()], hub=dict(HUB_OK), gpu=dict(GPU_NONE),
+                 pending_change=dict(NO_PENDING))
     facts.update({k: v for k, v in over.items() if not isinstance(v, tuple)})
     # What sparkops.specdec.preflight_facts returns for the user part.
     return {"item": "user", "changed": False, "facts": facts}
@@ -88,6 +89,8 @@ def ssh_ok(address="192.168.100.11", host="peer", rc=0, err=""):
 
 HUB_URL = "http://192.168.250.5:8080/api/models/nvidia/Qwen3-235B-A22B-FP4/revision/main"
 HUB_OK = {"url": HUB_URL, "status": 200, "error": None, "offline": "", "skipped": False, "reason": "", "seconds": 0.01}
+RECORD_PATH = "/var/lib/sparkops/specdec/container-previous.json"
+NO_PENDING = {"record": RECORD_PATH, "present": False, "text": "", "error": "", "kept": None}
 GPU_NONE = {"present": False, "evidence": "", "ran": False, "rc": None, "stdout": "", "stderr": "",
             "reason": "no GPU on this node"}
 
@@ -130,7 +133,7 @@ def run(probes=None, fabrics=None, hf=None, plan=None, settings=None, hosts=None
 def test_clean_two_nodes_every_check_once_per_node_in_order():
     by_key, entries = run()
     assert [e["id"] for e in entries] == list(_preflight.CHECK_IDS) * 2
-    assert [e["node"] for e in entries] == ["spark-1"] * 19 + ["spark-2"] * 19
+    assert [e["node"] for e in entries] == ["spark-1"] * 20 + ["spark-2"] * 20
     statuses = {k: v["status"] for k, v in by_key.items() if k[1] == "spark-1"}
     assert statuses == {
         ("docker_nosudo", "spark-1"): "pass", ("gpu_runtime", "spark-1"): "skip", ("gpu_run", "spark-1"): "skip",
@@ -138,11 +141,11 @@ def test_clean_two_nodes_every_check_once_per_node_in_order():
         ("hub_reach", "spark-1"): "pass", ("same_user", "spark-1"): "pass", ("same_port", "spark-1"): "pass",
         ("link_speed", "spark-1"): "pass", ("fabric_ips", "spark-1"): "pass", ("ssh_nodes", "spark-1"): "pass",
         ("ssh_containers", "spark-1"): "pass",
-        ("nccl_env", "spark-1"): "pass", ("same_image", "spark-1"): "pass", ("disk_space", "spark-1"): "pass",
-        ("memory_budget", "spark-1"): "pass", ("mem_available", "spark-1"): "pass"}
+        ("nccl_env", "spark-1"): "pass", ("same_image", "spark-1"): "pass", ("pending_change", "spark-1"): "pass",
+        ("disk_space", "spark-1"): "pass", ("memory_budget", "spark-1"): "pass", ("mem_available", "spark-1"): "pass"}
     assert all(set(e) == {"id", "node", "status", "message", "fix"} and e["fix"] for e in entries)
     assert _preflight.verdict(entries) == (
-        True, "Preflight passed (38 checks; warnings and skips are in the summary and the report).")
+        True, "Preflight passed (40 checks; warnings and skips are in the summary and the report).")
 
 
 def test_clean_messages():
@@ -163,6 +166,7 @@ def test_clean_messages():
     assert msg["nccl_env"] == ("container has NCCL_SOCKET_IFNAME=%s, UCX_NET_DEVICES=%s, OMPI_MCA_btl_tcp_if_include=%s; "
                                "the Up interfaces are %s" % (IFNAMES, IFNAMES, IFNAMES, IFNAMES))
     assert msg["same_image"] == "image ids: spark-1=%s, spark-2=%s" % (IMAGE_ID, IMAGE_ID)
+    assert msg["pending_change"] == "no container change is pending (no %s)" % RECORD_PATH
     total, present = 102 * GIB, 40 * GIB
     assert msg["disk_space"] == (
         "%d bytes of models (%d already in the cache, %d to download) + %d bytes reserve (preflight_disk_reserve_bytes) "
@@ -373,7 +377,7 @@ def test_unreached_node_fails_every_check():
     probes = {"spark-1": registered()}
     by_key, entries = run(probes=probes)
     spark2 = [e for e in entries if e["node"] == "spark-2"]
-    assert len(spark2) == 19 and all(e["status"] == "fail" and "no facts from this node" in e["message"] for e in spark2)
+    assert len(spark2) == 20 and all(e["status"] == "fail" and "no facts from this node" in e["message"] for e in spark2)
     assert by_key[("same_user", "spark-1")]["status"] == "pass"
 
 
@@ -733,3 +737,100 @@ def test_lab_clean_run_new_rows():
         assert by_key[("hub_reach", host)]["status"] == "pass"
         assert by_key[("ssh_nodes", host)]["status"] == "pass"
         assert by_key[("ssh_containers", host)]["status"] == "pass"
+
+
+# ------------------------------------------------------------------ a container change left pending
+NEW_IMAGE = IMAGE  # the change asked for the plan's image (a run stopped after the recreation)
+OLD_IMAGE = "nvcr.io/nvidia/tensorrt-llm/release:1.4.0rc1"
+
+
+def pending_record(change_image=NEW_IMAGE + "-sparkops-sshd", kept_image=OLD_IMAGE + "-sparkops-sshd"):
+    return json.dumps({
+        "schema_version": 1, "name": "trtllm-multinode", "kept_name": "trtllm-multinode-previous",
+        "kept_at": "2026-11-24T06:40:00+00:00",
+        "container": {"id": "c-old" + "0" * 59, "created": "", "settings": {"image": kept_image,
+                                                                           "image_id": "sha256:" + "4" * 64}},
+        "change": {"image": change_image, "reference": NEW_IMAGE, "differences": ["image"]},
+        "sshd": {"host": "192.168.100.10", "port": 2233, "timeout": 300}})
+
+
+def pending_fact(kept=(0, json.dumps([{"Id": "c-old" + "0" * 59}]), ""), text=None, error=""):
+    return {"record": RECORD_PATH, "present": True, "text": pending_record() if text is None else text, "error": error,
+            "kept": None if kept is None else {"rc": kept[0], "stdout": kept[1], "stderr": kept[2]}}
+
+
+def pending_run(fact, image=IMAGE, env=None):
+    plan = copy.deepcopy(PLAN)
+    plan["deployment"]["image"] = image
+    probes = {h: registered() for h in HOSTS}
+    over = {"pending_change": fact}
+    if env is not None:
+        over["env"] = env
+    probes["spark-2"] = registered(user_part(**over))
+    by_key, entries = run(probes=probes, plan=plan)
+    assert by_key[("pending_change", "spark-1")]["status"] == "pass"
+    return by_key[("pending_change", "spark-2")], entries
+
+
+@pytest.mark.parametrize("image, outlook", [
+    (IMAGE, "the next deployment with %s finishes it: it starts the server in the new container, then removes "
+            "trtllm-multinode-previous once that serves, or gives the node trtllm-multinode-previous back if it fails"
+     % IMAGE),
+    (OLD_IMAGE, "the next deployment with %s (the previous image) backs it out: with trtllm_container_allow_recreate "
+                "it removes the new container and gives trtllm-multinode-previous its name back (the same container, "
+                "not a new one)" % OLD_IMAGE),
+    ("other/image:2", "the next deployment with other/image:2 replaces the new container (with "
+                      "trtllm_container_allow_recreate) and keeps trtllm-multinode-previous until the new server serves"),
+])
+def test_pending_change_warns_with_the_kept_container_the_images_since_when_and_the_next_run(image, outlook):
+    got, entries = pending_run(pending_fact(), image=image)
+    assert got["status"] == "warn"
+    assert got["message"] == (
+        "a container change to %s-sparkops-sshd is pending since 2026-11-24T06:40:00+00:00: the previous container "
+        "(id c-old0000000, image %s-sparkops-sshd) is kept, stopped, as trtllm-multinode-previous; this run asks for "
+        "%s: %s" % (NEW_IMAGE, OLD_IMAGE, image, outlook))
+    assert got["fix"] == _preflight.FIXES["pending_change"]
+    assert _preflight.verdict(entries)[0] is True  # a warning, not a failure
+
+
+@pytest.mark.parametrize("kept, env, where", [
+    ((1, "", "Error: No such object: trtllm-multinode-previous"), None,
+     "recorded, but trtllm-multinode-previous is gone"),
+    ((0, json.dumps([{"Id": "c-stranger"}]), ""), None, "recorded, but trtllm-multinode-previous is another container"),
+    ((1, "", "Error: No such object: trtllm-multinode-previous"),
+     (0, json.dumps([dict(json.loads(ENV_OK)[0], Id="c-old" + "0" * 59)]), ""),
+     "recorded, but it runs as trtllm-multinode (an interrupted keep or restore)"),
+])
+def test_pending_change_that_does_not_match_the_containers_says_the_next_run_stops(kept, env, where):
+    got, entries = pending_run(pending_fact(kept=kept), env=env)
+    assert got["status"] == "warn" and _preflight.verdict(entries)[0] is True
+    assert ("(id c-old0000000, image %s-sparkops-sshd) is %s; this run asks for %s: the next deployment stops before "
+            "any change" % (OLD_IMAGE, where, IMAGE)) in got["message"]
+    assert got["fix"] == ("Look at the containers (docker ps -a); once trtllm-multinode is the container to keep, remove "
+                          "%s and re-run." % RECORD_PATH)
+
+
+def test_pending_change_when_docker_cannot_be_read():
+    got, dummy = pending_run(pending_fact(kept=(1, "", "permission denied while trying to connect to the docker")))
+    assert got["status"] == "warn"
+    assert ("is kept as trtllm-multinode-previous (Docker could not be read); this run asks for %s: Docker could not "
+            "be read, so what the next deployment does is unknown" % IMAGE) in got["message"]
+
+
+@pytest.mark.parametrize("text, error, why", [
+    ("not json", "", "unreadable"),
+    ("", "cat: %s: Permission denied" % RECORD_PATH, "cat: %s: Permission denied" % RECORD_PATH),
+])
+def test_an_unreadable_record_warns(text, error, why):
+    got, dummy = pending_run(pending_fact(kept=None, text=text, error=error))
+    assert got["status"] == "warn"
+    assert got["message"] == ("%s is there but is not a container change record of schema 1 (%s): the next deployment "
+                              "ignores it and keeps nothing" % (RECORD_PATH, why))
+    assert got["fix"] == "Remove %s, or run teardown.yml." % RECORD_PATH
+
+
+def test_pending_change_skipped_without_its_fact():
+    probes = {h: registered() for h in HOSTS}
+    del probes["spark-2"]["results"][0]["facts"]["pending_change"]
+    by_key, dummy = run(probes=probes)
+    assert by_key[("pending_change", "spark-2")]["status"] == "skip"

@@ -195,3 +195,15 @@ def test_hub_refused_bad_url_offline_and_hf_endpoint(node, monkeypatch):
 def test_bad_arguments_one_line(node, over, text):
     result = call(dict(BASE, **over))
     assert result["msg"] == text
+
+
+def test_pending_change_read_only_when_a_record_is_there(node, tmp_path):
+    facts = call(dict(BASE, state_dir=str(tmp_path)))["facts"]
+    assert facts["pending_change"] == {"record": str(tmp_path / "container-previous.json"), "present": False,
+                                       "text": "", "error": "", "kept": None}
+    assert ["docker", "container", "inspect", "trtllm-multinode-previous"] not in node.calls
+    (tmp_path / "container-previous.json").write_text('{"schema_version": 1}\n')
+    node.outputs.append((lambda argv: argv[-1] == "trtllm-multinode-previous", (0, '[{"Id": "c-old"}]', "")))
+    pending = call(dict(BASE, state_dir=str(tmp_path)))["facts"]["pending_change"]
+    assert pending["present"] is True and pending["text"] == '{"schema_version": 1}' and pending["error"] == ""
+    assert pending["kept"] == {"rc": 0, "stdout": '[{"Id": "c-old"}]', "stderr": ""}
