@@ -31,7 +31,7 @@ description:
     other settings) to O(previous_record), stops it and renames it to C(<name>-previous), then creates the new one.
     Docker keeps the old container's settings and image (an image cannot be removed while a container uses it). A
     further recreation while the record exists replaces the new, unproven container and keeps the recorded one.
-  - A change left pending by an interrupted run (a record exists) is taken up. First the record must match the node:
+  - "A change left pending by an interrupted run (a record exists) is taken up. First the record must match the node:
     the container named C(<name>-previous) must be the recorded one (same id). Otherwise it fails with one line
     naming the record and the fix, and changes nothing (also in check mode). A request for the new container again
     changes no container; the C(specdec_server) role's server start then finishes the change (release or restore). A
@@ -39,7 +39,7 @@ description:
     on the kept container shows no difference) restores it, with O(allow_recreate) when the new container runs: the
     new container is removed, the kept one renamed back (the same container, not a new one) and started, the record
     removed (C(previous_action.action=restore)). Any other request replaces the new container and keeps the recorded
-    one.
+    one."
   - O(previous=restore) gives the node the recorded container back. It removes the new container, renames the kept
     one back, starts it and waits for its sshd, then removes the record. O(previous=release) removes the kept container
     and the record once the new server serves. Both change nothing without a record. The C(specdec_server) role runs
