@@ -748,8 +748,8 @@ def pending_record(change_image=NEW_IMAGE + "-sparkops-sshd", kept_image=OLD_IMA
     return json.dumps({
         "schema_version": 1, "name": "trtllm-multinode", "kept_name": "trtllm-multinode-previous",
         "kept_at": "2026-11-24T06:40:00+00:00",
-        "container": {"id": "c-old" + "0" * 59, "created": "", "settings": {"image": kept_image,
-                                                                           "image_id": "sha256:" + "4" * 64}},
+        "container": {"id": "c-old" + "0" * 59, "created": "",
+                      "settings": {"image": kept_image, "image_id": "sha256:" + "4" * 64}},
         "change": {"image": change_image, "reference": NEW_IMAGE, "differences": ["image"]},
         "sshd": {"host": "192.168.100.10", "port": 2233, "timeout": 300}})
 
