@@ -303,8 +303,11 @@ def plan_remove(host, inputs):
     """Teardown: the rules carrying our comment go; ufw is disabled again when this collection enabled it
     (``marker``). When ufw stays active and nothing else would admit the Ansible connection, our SSH rule stays.
 
-    ``inputs``: ``ufw_path``, ``status``, ``tuples``, ``marker`` (bool), ``ssh_connection``, ``ansible_port``.
-    Returns ``{delete, disable, kept, pending, diff}``.
+    ``inputs``: ``ufw_path``, ``status``, ``tuples``, ``marker`` (bool), ``enabled`` (``ENABLED=yes`` in
+    /etc/ufw/ufw.conf: True/False, None when unknown), ``ssh_connection``, ``ansible_port``.
+    With our marker, ufw is disabled (which also writes ``ENABLED=no``) when it is active OR enabled in its config OR
+    that is unknown: an inactive but enabled ufw would come back at the next boot denying incoming connections without
+    our SSH rule. Returns ``{delete, disable, kept, pending, diff}``.
     """
     if not str(inputs.get("ufw_path") or "").strip():
         return {"delete": [], "disable": False, "kept": [], "pending": False, "remove_marker": bool(inputs.get("marker")),
@@ -315,7 +318,7 @@ def plan_remove(host, inputs):
     for rule in existing:
         if is_ours(rule["comment"]):
             ours.setdefault(key(rule), rule)
-    disable = bool(inputs.get("marker")) and active
+    disable = bool(inputs.get("marker")) and (active or inputs.get("enabled") is not False)
     kept = []
     if active and not disable:
         client, conn_port = parse_ssh_connection(inputs.get("ssh_connection"))
@@ -346,8 +349,9 @@ def plan_remove(host, inputs):
 
 def parse_probe(stdout):
     """The role's probe (one line per item, ``NAME<TAB>VALUE``): ``ufw_path``, ``status`` and ``tuples`` (text),
-    ``marker`` (this collection enabled ufw)."""
-    out = {"ufw_path": "", "status": [], "tuples": [], "marker": False}
+    ``marker`` (this collection enabled ufw), ``enabled`` (``ENABLED=yes`` in /etc/ufw/ufw.conf; None when the probe
+    did not report it, e.g. an older probe: plan_remove then disables ufw when our marker is there, the safe side)."""
+    out = {"ufw_path": "", "status": [], "tuples": [], "marker": False, "enabled": None}
     for line in str(stdout or "").splitlines():
         name, _sep, value = line.partition("\t")
         if name == "ufw":
@@ -358,6 +362,8 @@ def parse_probe(stdout):
             out["tuples"].append(value)
         elif name == "marker":
             out["marker"] = value.strip() == "yes"
+        elif name == "enabled":
+            out["enabled"] = value.strip() == "yes"
     out["status"] = "\n".join(out["status"])
     out["tuples"] = "\n".join(out["tuples"])
     return out

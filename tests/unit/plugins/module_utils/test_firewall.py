@@ -179,8 +179,27 @@ def test_parse_probe():
     out = _firewall.parse_probe("ufw\t/usr/sbin/ufw\nstatus\tStatus: active\nstatus\tLogging: on (low)\n"
                                 "tuple\t### tuple ### allow tcp 22 0.0.0.0/0 any 0.0.0.0/0 in\nmarker\tyes\n")
     assert out == {"ufw_path": "/usr/sbin/ufw", "status": "Status: active\nLogging: on (low)",
-                   "tuples": "### tuple ### allow tcp 22 0.0.0.0/0 any 0.0.0.0/0 in", "marker": True}
-    assert _firewall.parse_probe("ufw\t\n") == {"ufw_path": "", "status": "", "tuples": "", "marker": False}
+                   "tuples": "### tuple ### allow tcp 22 0.0.0.0/0 any 0.0.0.0/0 in", "marker": True,
+                   "enabled": None}
+    assert _firewall.parse_probe("ufw\t\n") == {"ufw_path": "", "status": "", "tuples": "", "marker": False,
+                                                 "enabled": None}
+    assert _firewall.parse_probe("ufw\t/usr/sbin/ufw\nenabled\tyes\n")["enabled"] is True
+    assert _firewall.parse_probe("ufw\t/usr/sbin/ufw\nenabled\tno\n")["enabled"] is False
+
+
+def test_teardown_disables_ufw_enabled_in_config_but_inactive():
+    base = {"ufw_path": "/usr/sbin/ufw", "status": STATUS_INACTIVE, "tuples": APPLIED, "ssh_connection": SSH}
+    plan = _firewall.plan_remove("spark-1", dict(base, marker=True, enabled=True))
+    assert plan["disable"] is True and plan["pending"] is True and plan["remove_marker"] is True
+    assert plan["kept"] == [] and len(plan["delete"]) == 7
+    plan = _firewall.plan_remove("spark-1", dict(base, marker=True, enabled=False))
+    assert plan["disable"] is False and plan["remove_marker"] is True and len(plan["delete"]) == 7
+    # an older probe without the field: unknown, our marker is there, so ufw is disabled (the safe side)
+    assert _firewall.plan_remove("spark-1", dict(base, marker=True, enabled=None))["disable"] is True
+    for enabled in (True, False, None):
+        for status in (STATUS_INACTIVE, STATUS_ACTIVE):
+            assert _firewall.plan_remove("spark-1", dict(base, status=status, marker=False,
+                                                         enabled=enabled))["disable"] is False
 
 
 def test_teardown_removes_only_ours_and_disables_what_we_enabled():
