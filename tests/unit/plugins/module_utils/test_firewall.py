@@ -181,8 +181,8 @@ def test_parse_probe():
     assert out == {"ufw_path": "/usr/sbin/ufw", "status": "Status: active\nLogging: on (low)",
                    "tuples": "### tuple ### allow tcp 22 0.0.0.0/0 any 0.0.0.0/0 in", "marker": True,
                    "enabled": None}
-    assert _firewall.parse_probe("ufw\t\n") == {"ufw_path": "", "status": "", "tuples": "", "marker": False,
-                                                 "enabled": None}
+    empty = {"ufw_path": "", "status": "", "tuples": "", "marker": False, "enabled": None}
+    assert _firewall.parse_probe("ufw\t\n") == empty
     assert _firewall.parse_probe("ufw\t/usr/sbin/ufw\nenabled\tyes\n")["enabled"] is True
     assert _firewall.parse_probe("ufw\t/usr/sbin/ufw\nenabled\tno\n")["enabled"] is False
 
