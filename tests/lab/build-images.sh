@@ -37,6 +37,7 @@ build() {  # build TAG DIR [docker build args...]; prints "changed TAG" when the
 }
 build sparkops-lab/node:bookworm "$here/images/node"
 build sparkops-lab/hf-hub:latest "$here/images/hub"
+build sparkops-lab/registry:bookworm "$here/images/registry"
 for version in $engine_versions; do
   engine=sparkops-lab/trtllm-standin:$version
   build "$engine" "$here/images/engine" --build-arg TRT_LLM_VERSION="$version"

@@ -71,7 +71,13 @@ for d in /sys/fs/cgroup/*; do
 done
 # After a hard stop (docker stop/kill of the node) the old pid files stay and dockerd would refuse to start.
 rm -f /var/run/docker.pid /var/run/docker/containerd/containerd.pid
-dockerd --bridge=none --iptables=false --ip6tables=false >/var/log/dockerd.log 2>&1 &
+# LAB_INSECURE_REGISTRY (host:port, set by tests/lab/up.yml): the lab registry, plain HTTP, which dockerd
+# would otherwise refuse to pull from (as a site mirror without TLS is configured on a real host).
+if [ -n "${LAB_INSECURE_REGISTRY:-}" ]; then
+  dockerd --bridge=none --iptables=false --ip6tables=false --insecure-registry "$LAB_INSECURE_REGISTRY" >/var/log/dockerd.log 2>&1 &
+else
+  dockerd --bridge=none --iptables=false --ip6tables=false >/var/log/dockerd.log 2>&1 &
+fi
 
 mkdir -p /run/sshd
 exec /usr/sbin/sshd -D -e
