@@ -13,7 +13,9 @@
 - ``image | sparkops.specdec.trtllm_image_reference_problems(source)``: the problems of the image reference before
   anything changes (a malformed digest, a digest with an archive); ``hostvars |
   sparkops.specdec.trtllm_image_problems(me, hosts, image)``: after the pull or load, a pinned image that does not
-  carry its digest, and different images under one name on the nodes of the deployment (TP=2 ranks run one build).
+  carry its digest, and different images under one name on the nodes of the deployment (TP=2 ranks run one build);
+  ``msg | sparkops.specdec.trtllm_image_fetch_failure(image, source, host, archive)``: the one-line error of a failed
+  pull or load (what docker's message means, and the fix).
 - ``hostvars | sparkops.specdec.ssh_mesh_node(me, hosts, group, addresses, host_key_dir, key_name)``: this node's
   mesh identity from its read (``__ssh_mesh_read``), after checking that every node of the group has the same
   cluster user.
@@ -95,6 +97,11 @@ def trtllm_image_reference_problems(image, source="pull"):
     return [problem] if problem else []
 
 
+def trtllm_image_fetch_failure(message, image, source, host, archive=""):
+    """The one-line error of a failed pull or load of image on host (module_utils/_container.image_fetch_failure)."""
+    return _container.image_fetch_failure(message, image, str(source), host, archive=str(archive or ""))
+
+
 def trtllm_image_problems(hostvars, me, hosts, image):
     """[] or the one-line refusals after the pull or load: this node's image does not carry the pinned digest, or the
     nodes (hosts, the deployment's members; this node alone for a single Spark) hold different images under image."""
@@ -154,6 +161,7 @@ class FilterModule(object):
             "trtllm_sshd_build_failure": trtllm_sshd_build_failure,
             "trtllm_image_reference_problems": trtllm_image_reference_problems,
             "trtllm_image_problems": trtllm_image_problems,
+            "trtllm_image_fetch_failure": trtllm_image_fetch_failure,
             "ssh_mesh_node": ssh_mesh_node,
             "ssh_mesh_files": ssh_mesh_files,
         }

@@ -377,6 +377,59 @@ def sshd_build_failure(message, image, base, host):
             "trtllm_container_sshd_image to an image with openssh-server already on the node." % (image, base, host, cause))
 
 
+# Causes of a failed pull (the Docker daemon's error text, as community.docker.docker_image reports it), first match
+# wins: (pattern, what it means, the fix). Texts: moby's registry and distribution errors (distribution/errors.go,
+# registry/errors.go), e.g. "manifest unknown", "pull access denied", "unauthorized: authentication required",
+# "http: server gave HTTP response to HTTPS client", Go's net errors ("no such host", "connection refused", "i/o timeout").
+_PULL_CAUSES = (
+    (re.compile(r"manifest unknown|manifest for \S+ not found|not found: manifest", re.I),
+     "the registry has no image under that tag or digest (manifest unknown)",
+     "check the name and the tag or digest (the registry's page, or RepoDigests of docker image inspect where it was "
+     "pulled)"),
+    (re.compile(r"pull access denied|unauthorized|authentication required|denied: |requested access .* is denied",
+                re.I),
+     "the registry refused the deploy user's credentials",
+     "log in on the node as the deploy user (for nvcr.io: docker login nvcr.io, user $oauthtoken, password an NGC API "
+     "key) or check that the repository exists"),
+    (re.compile(r"server gave HTTP response to HTTPS client", re.I),
+     "the registry speaks plain HTTP and dockerd expects HTTPS",
+     "add the registry to insecure-registries in /etc/docker/daemon.json and restart dockerd, or serve it with TLS"),
+    (re.compile(r"x509: |certificate signed by unknown authority|tls: ", re.I),
+     "dockerd does not trust the registry's TLS certificate",
+     "install the registry's CA under /etc/docker/certs.d/<registry>/ca.crt"),
+    (re.compile(r"no space left on device", re.I),
+     "the node's Docker storage is full",
+     "free space (docker system df, docker image prune) and re-run"),
+    (re.compile(r"no such host|server misbehaving|temporary failure in name resolution|connection refused|network is "
+                r"unreachable|i/o timeout|TLS handshake timeout|context deadline exceeded|Client.Timeout", re.I),
+     "the node cannot reach the registry",
+     "check the node's DNS, route and dockerd's proxy (HTTPS_PROXY in its systemd environment); on an air-gapped node "
+     "docker save the image elsewhere and set trtllm_container_image_source: archive"),
+)
+
+
+def image_fetch_failure(message, image, source, host, archive="", setting="trtllm_container_image"):
+    """The one-line error of a failed pull (or load) of the engine image on ``host``: what the Docker daemon's message
+    means and the fix, with the daemon's own words (first 240 characters) for the record.
+
+    message: the ``msg`` of the failed community.docker.docker_image task. source: trtllm_container_image_source
+    (``pull`` or ``archive``); archive: trtllm_container_image_archive. Nothing has changed on the node when this is
+    raised: the pull and load come before any container or server change."""
+    text = " ".join(re.sub(r"\x1b\[[0-9;]*m", "", str(message or "")).split())
+    said = text[:240] + ("..." if len(text) > 240 else "") if text else "no message"
+    tail = "Nothing was changed (no container recreated, no server stopped)."
+    if source == "archive":
+        return ("%s: %s could not load %s from the archive %s (trtllm_container_image_archive): %s. Check that the file "
+                "is a docker save of that image, readable by the deploy user, and that the node's Docker storage has "
+                "room. %s" % (setting, host, image, archive or "(not set)", said, tail))
+    for pattern, meaning, fix in _PULL_CAUSES:
+        if pattern.search(text):
+            return "%s: %s could not pull %s: %s; %s. Docker said: %s. %s" % (setting, host, image, meaning, fix, said,
+                                                                                tail)
+    return "%s: %s could not pull %s. Docker said: %s. Check the reference and the node's access to its registry. %s" % (
+        setting, host, image, said, tail)
+
+
 def _has_label(inspect, name, value=None):
     got = _labels(inspect).get(name)
     return bool(got) and (value is None or got == value)

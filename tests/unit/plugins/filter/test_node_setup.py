@@ -29,7 +29,7 @@ def test_filters_are_registered():
     assert set(node_setup.FilterModule().filters()) == {"trtllm_container_spec", "ssh_mesh_node", "ssh_mesh_files",
                                                         "trtllm_sshd_image", "trtllm_sshd_image_name", "trtllm_sshd_build_failure",
                                                         "trtllm_container_mounts", "trtllm_image_reference_problems",
-                                                        "trtllm_image_problems"}
+                                                        "trtllm_image_problems", "trtllm_image_fetch_failure"}
 
 
 def test_container_mounts_filter_lists_every_volume_with_its_type():

@@ -185,3 +185,61 @@ def test_engine_container_publishes_the_digest_and_the_running_image_id(monkeypa
     info = result["ansible_facts"]["trtllm_container_image_info"]
     assert calls == [engine_container.DOCKER_CONTAINER] and result["changed"] is False
     assert (info["id"], info["digest"], info["container_image_id"]) == (ID_A, "sha256:" + HEX, ID_A)
+
+
+# --- a failed pull or load: one line with the cause and the fix ---------------------------------------
+# The daemon's messages as community.docker.docker_image reports them (the lab's registry gave the first one for a
+# digest it does not hold; the others are moby's texts for the same failure classes).
+MANIFEST_UNKNOWN = (
+    'Error pulling image 192.168.250.6:5000/sparkops-lab/trtllm-standin:sha256:%s - 404 Client Error for '
+    'http+docker://localhost/v1.41/images/create?tag=sha256%%3A%s&fromImage=192.168.250.6%%3A5000%%2Fsparkops-lab%%2F'
+    'trtllm-standin: Not Found ("manifest for 192.168.250.6:5000/sparkops-lab/trtllm-standin@sha256:%s not found: '
+    'manifest unknown: manifest unknown")' % ("0" * 64, "0" * 64, "0" * 64))
+
+
+@pytest.mark.parametrize("message, meaning, fix", [
+    (MANIFEST_UNKNOWN, "the registry has no image under that tag or digest", "check the name and the tag or digest"),
+    ("Error pulling image nvcr.io/nvidia/x:1 - 500 Server Error: Internal Server Error (\"unauthorized: authentication "
+     "required\")", "refused the deploy user's credentials", "docker login nvcr.io, user $oauthtoken"),
+    ("pull access denied for nvcr.io/nvidia/nope, repository does not exist or may require 'docker login'",
+     "refused the deploy user's credentials", "check that the repository exists"),
+    ('Get "https://192.168.250.6:5000/v2/": http: server gave HTTP response to HTTPS client',
+     "speaks plain HTTP", "insecure-registries in /etc/docker/daemon.json"),
+    ('Get "https://reg.example/v2/": x509: certificate signed by unknown authority', "does not trust the registry's TLS",
+     "/etc/docker/certs.d/"),
+    ("failed to register layer: write /var/lib/docker/overlay2/x: no space left on device",
+     "Docker storage is full", "docker system df"),
+    ('Get "https://nvcr.io/v2/": dial tcp: lookup nvcr.io on 127.0.0.53:53: server misbehaving',
+     "cannot reach the registry", "trtllm_container_image_source: archive"),
+    ('Get "https://nvcr.io/v2/": net/http: request canceled while waiting for connection (Client.Timeout exceeded)',
+     "cannot reach the registry", "HTTPS_PROXY"),
+])
+def test_fetch_failure_names_cause_and_fix_in_one_line(message, meaning, fix):
+    line = node_setup.trtllm_image_fetch_failure(message + "\n  (more)\n", PINNED, "pull", "spark-2")
+    assert "\n" not in line
+    assert line.startswith("trtllm_container_image: spark-2 could not pull %s: " % PINNED)
+    assert meaning in line and fix in line
+    # docker's own words stay, in one line, and the consequence closes the line
+    assert "Docker said: " + " ".join(message.split())[:60] in line
+    assert line.endswith("Nothing was changed (no container recreated, no server stopped).")
+
+
+def test_fetch_failure_first_cause_wins_and_long_messages_are_cut():
+    # a manifest-unknown answer mentions "Not Found" and, here, a timeout-like word later: the manifest wins
+    message = MANIFEST_UNKNOWN + " i/o timeout " + "x" * 500
+    line = c.image_fetch_failure(message, PINNED, "pull", "spark-1")
+    assert "(manifest unknown)" in line and "cannot reach" not in line
+    assert "x" * 300 not in line and "..." in line
+
+
+def test_fetch_failure_unknown_message_and_archive():
+    line = c.image_fetch_failure("something new", PINNED, "pull", "spark-1")
+    assert line == ("trtllm_container_image: spark-1 could not pull %s. Docker said: something new. Check the reference "
+                    "and the node's access to its registry. Nothing was changed (no container recreated, no server "
+                    "stopped)." % PINNED)
+    line = c.image_fetch_failure("Error loading image: open /srv/x.tar: no such file or directory", REPO + ":1", "archive",
+                                 "spark-1", archive="/srv/x.tar")
+    assert line.startswith("trtllm_container_image: spark-1 could not load %s:1 from the archive /srv/x.tar "
+                           "(trtllm_container_image_archive): Error loading image: open /srv/x.tar: no such file" % REPO)
+    assert "(not set)" in c.image_fetch_failure("", REPO, "archive", "spark-1") and "no message" in c.image_fetch_failure(
+        "", REPO, "archive", "spark-1")
