@@ -5,27 +5,11 @@ plan.peer_copy; true with another mesh user is one line of the plan's errors."""
 
 from __future__ import annotations
 
-import types
-
-from ansible_collections.sparkops.specdec.plugins.action import specdec_plan
-
-
-class HostVars(dict):
-    def raw_get(self, host):
-        return dict(self[host])
+from ansible_collections.sparkops.specdec.tests.unit.plugins.action.specdec_plan_pair import PAIR, run_pair
 
 
 def run(**settings):
-    task = types.SimpleNamespace(args={"topology": "two_sparks"}, check_mode=False, diff=False, async_val=0,
-                                 action="sparkops.specdec.specdec_plan")
-    connection = types.SimpleNamespace(_shell=types.SimpleNamespace(tmpdir=None))
-    action = specdec_plan.ActionModule(task, connection, None, None, None, None)
-    hostvars = HostVars()
-    for index, host in enumerate(("spark-1", "spark-2")):
-        hostvars[host] = dict({"ansible_host": "10.0.0.%d" % (index + 1)}, **settings)
-    task_vars = {"inventory_hostname": "spark-1", "groups": {"spark_head": ["spark-1"], "spark_workers": ["spark-2"]},
-                 "ansible_play_hosts_all": ["spark-1", "spark-2"], "hostvars": hostvars}
-    return action.run(task_vars=task_vars)
+    return run_pair({host: settings for host in PAIR})
 
 
 def test_default_copies_once_per_pair_without_warning():

@@ -4,32 +4,19 @@ trtllm_container publishes per node, trtllm_container_image_info.id)."""
 
 from __future__ import annotations
 
-import types
-
-from ansible_collections.sparkops.specdec.plugins.action import specdec_plan
 from ansible_collections.sparkops.specdec.plugins.module_utils import _container
+from ansible_collections.sparkops.specdec.tests.unit.plugins.action.specdec_plan_pair import PAIR, run_pair
 
 IMAGE = "nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12"
 
 
-class HostVars(dict):
-    def raw_get(self, host):
-        return {k: v for k, v in self[host].items() if k != "trtllm_container_image_info"}
-
-
 def run(ids):
-    task = types.SimpleNamespace(args={"topology": "two_sparks"}, check_mode=False, diff=False, async_val=0,
-                                 action="sparkops.specdec.specdec_plan")
-    connection = types.SimpleNamespace(_shell=types.SimpleNamespace(tmpdir=None))
-    action = specdec_plan.ActionModule(task, connection, None, None, None, None)
-    hostvars = HostVars()
-    for index, host in enumerate(("spark-1", "spark-2")):
-        hostvars[host] = {"ansible_host": "10.0.0.%d" % (index + 1), "trtllm_container_image": IMAGE}
+    hosts = {}
+    for host in PAIR:
+        hosts[host] = {"trtllm_container_image": IMAGE}
         if ids.get(host):
-            hostvars[host]["trtllm_container_image_info"] = {"name": IMAGE, "id": ids[host]}
-    task_vars = {"inventory_hostname": "spark-1", "groups": {"spark_head": ["spark-1"], "spark_workers": ["spark-2"]},
-                 "ansible_play_hosts_all": ["spark-1", "spark-2"], "hostvars": hostvars}
-    return action.run(task_vars=task_vars)
+            hosts[host]["trtllm_container_image_info"] = {"name": IMAGE, "id": ids[host]}
+    return run_pair(hosts, hidden=("trtllm_container_image_info",))
 
 
 def test_different_image_ids_are_refused_with_both_named():
