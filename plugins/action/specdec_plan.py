@@ -21,7 +21,8 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _inventory
 from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _fleet, _peer_copy, _plan, _secrets, _settings
 
-_ARGS = frozenset(("topology", "commits", "downloads", "image", "state", "server_running", "probe", "allow_restart"))
+_ARGS = frozenset(("topology", "commits", "downloads", "image", "state", "server_running", "probe", "allow_restart",
+                   "mounts"))
 # Settings that must be the same on every member of a deployment (the server's and the shared
 # facts, and the image: TP=2 needs one config and one engine on every rank).
 _SAME_ON_ALL = ("specdec_", "trtllm_container_image", "trtllm_container_trtllm_version")
@@ -173,6 +174,11 @@ class ActionModule(ActionBase):
         defaults = _action.spec_defaults()
         user = {}
         errors = []
+        # The specdec_server role passes trtllm_container_mounts (this host's, {} when unset): checked before any change.
+        if "mounts" in args:
+            line = _plan.mounts_problem(args["mounts"], me)
+            if line:
+                errors.append(line)
         per_host = {}
         addresses = {}
 

@@ -30,6 +30,7 @@ import copy
 import hashlib
 import json
 import re
+from collections.abc import Mapping
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _toolcall
 
@@ -358,6 +359,29 @@ def _yaml(data, indent):
 
 
 # ---------------------------------------------------------------------------- deployment
+# The host paths the trtllm_container role publishes (fact trtllm_container_mounts) and the specdec_server role reads
+# (the deploy user for the peer copy, the HF cache for the downloads).
+MOUNT_KEYS = ("user", "home", "hf_cache", "state_dir")
+
+
+def mounts_problem(mounts, host):
+    """The one-line problem of ``trtllm_container_mounts`` as the specdec_server role gets it on ``host`` (None when
+    every key of MOUNT_KEYS is a non-empty string). ``mounts``: the variable, {} or None when it is not set."""
+    if mounts is None or (isinstance(mounts, Mapping) and not mounts):
+        what = "is not set on %s" % host
+    elif not isinstance(mounts, Mapping):
+        what = "on %s is a %s, not a mapping" % (host, type(mounts).__name__)
+    else:
+        missing = [k for k in MOUNT_KEYS if not isinstance(mounts.get(k), str) or not mounts.get(k)]
+        if not missing:
+            return None
+        what = "on %s has no %s" % (host, ", ".join(missing))
+    return ("trtllm_container_mounts: %s; the specdec_server role needs the host paths the sparkops.specdec."
+            "trtllm_container role publishes: run that role first on this host (as playbooks/single_spark.yml and "
+            "two_sparks.yml do), or set trtllm_container_mounts (with set_fact or the role's vars) to a mapping with "
+            "user, home, hf_cache and state_dir." % what)
+
+
 def deployment_from_inventory(settings, topology, members, head, host_addresses=None):
     """Map today's inventory (spark_head + spark_workers, or one host) to one deployment.
 

@@ -60,6 +60,15 @@ options:
         the image's C(TRT_LLM_VERSION) environment (set by the release stage of TensorRT-LLM's C(docker/Dockerfile.multi)),
         its C(org.opencontainers.image.version) label, the C(tensorrt_llm) package metadata, or the image tag.
     type: dict
+  mounts:
+    description:
+      - The host paths the C(trtllm_container) role publishes (C(trtllm_container_mounts)) as this host has them, that is
+        C(user) (the deploy user), C(home), C(hf_cache) and C(state_dir) (paths on the node); the C(specdec_server) role
+        passes the variable, or V({}) when it is not set.
+      - Given, a missing value, or one without every key as a non-empty string, is one line of the plan's errors naming
+        what is missing and the fix (run the C(trtllm_container) role first, or set the variable); not given, nothing
+        is checked (the inventory preflight runs before that role).
+    type: dict
   commits:
     description: Hugging Face repo id -> commit that the download resolved; the launch spec pins these.
     type: dict
