@@ -126,20 +126,33 @@ def pending_change(record_text, kept, path):
 
 
 def pending_problem(host, change):
-    """The problem line of a pending container change (None when there is none)."""
+    """The problem line of a pending container change (None when there is none), with the ways out the deployment
+    offers (module_utils/_container_change.py): while the kept container is there, a run with the change's settings
+    finishes it and a run with the kept container's settings (its image) and trtllm_container_allow_recreate backs it
+    out; once it is gone or another container holds its name, the deployment stops before any change until the record
+    is removed."""
     if not change:
         return None
     if change.get("error"):
         return "%s: the container change record %s cannot be read (%s): remove it, or run teardown.yml" % (
             host, change.get("record"), change["error"])
-    where = {"present": "kept, stopped, as %s" % change["kept_name"],
-             "absent": "recorded, but %s is gone (it cannot be restored)" % change["kept_name"],
-             "other": "recorded, but %s is another container (it cannot be restored)" % change["kept_name"],
-             "unknown": "kept as %s (Docker could not be read)" % change["kept_name"]}[change["kept_container"]]
-    return ("%s: a container change to %s is pending since %s: the previous container (image %s) is %s; re-run the "
-            "deployment to finish it (the kept container goes once the new server serves)"
+    kept_as = change["kept_name"]
+    name = kept_as[:-len(_container_change.KEPT_SUFFIX)] if kept_as.endswith(_container_change.KEPT_SUFFIX) else "?"
+    where = {"present": "kept, stopped, as %s" % kept_as,
+             "absent": "recorded, but %s is gone (it cannot be restored)" % kept_as,
+             "other": "recorded, but %s is another container (it cannot be restored)" % kept_as,
+             "unknown": "kept as %s (Docker could not be read)" % kept_as}[change["kept_container"]]
+    line = ("%s: a container change to %s is pending since %s: the previous container (image %s) is %s; "
             % (host, change.get("requested_image") or "?", change.get("kept_at") or "?", change.get("kept_image") or "?",
                where))
+    if change["kept_container"] in ("absent", "other"):
+        return line + ("the next deployment stops before any change (the record does not match the containers): look "
+                       "at them (docker ps -a) and, once %s is the container to keep, remove %s and re-run"
+                       % (name, change.get("record")))
+    return line + ("re-run the deployment with the change's settings to finish it (%s goes once the new server serves, "
+                   "or comes back if it fails), or with the previous image (%s) and settings and -e "
+                   "trtllm_container_allow_recreate=true to back it out (the new container goes and %s gets its name "
+                   "back)" % (kept_as, change.get("kept_image") or "?", kept_as))
 
 
 def parse_nspid(status_text):

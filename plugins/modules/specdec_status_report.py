@@ -38,7 +38,10 @@ description:
     C(problems) (one line each) and C(missing) (field -> why it could not be read)."
   - "A pending container change on a member (the C(trtllm_container) role keeps the previous container as
     C(<container>-previous) until the new server serves) is a problem line naming the kept image and the requested
-    one (a deployment that serves is then C(degraded)), the member's C(pending_change), and the summary's
+    one and the ways out (a run with the change's settings finishes it; one with the previous image and settings and
+    C(trtllm_container_allow_recreate=true) backs it out, the kept container getting its name back; with the kept
+    container gone or another container under its name, the next deployment stops before any change until the record
+    is removed) (a deployment that serves is then C(degraded)), the member's C(pending_change), and the summary's
     C(pending_changes)."
   - "Which ids the inventory assigns to a host (C(in_inventory) of a row) is read from the inventory as the deployment
     playbooks read it: the deployment its group makes it a member of (C(specdec_deployment_id), C(specdec_head_host);

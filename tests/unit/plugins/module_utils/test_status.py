@@ -468,10 +468,24 @@ def test_pending_problem_lines():
     assert _status.pending_problem("spark-1", None) is None
     assert _status.pending_problem("spark-1", pending()) == (
         "spark-1: a container change to %s is pending since 2026-11-24T04:00:00+00:00: the previous container (image "
-        "%s) is kept, stopped, as trtllm-multinode-previous; re-run the deployment to finish it (the kept container "
-        "goes once the new server serves)" % (IMAGE, OLD_IMAGE))
-    assert "is recorded, but trtllm-multinode-previous is gone (it cannot be restored)" in _status.pending_problem(
-        "spark-1", pending(kept=(1, "", "No such object")))
+        "%s) is kept, stopped, as trtllm-multinode-previous; re-run the deployment with the change's settings to "
+        "finish it (trtllm-multinode-previous goes once the new server serves, or comes back if it fails), or with "
+        "the previous image (%s) and settings and -e trtllm_container_allow_recreate=true to back it out (the new "
+        "container goes and trtllm-multinode-previous gets its name back)" % (IMAGE, OLD_IMAGE, OLD_IMAGE))
+    # Docker could not be read: the same two ways out (the record says the container was kept).
+    assert _status.pending_problem("spark-1", pending(kept=(1, "", "Cannot connect to the Docker daemon"))).endswith(
+        "is kept as trtllm-multinode-previous (Docker could not be read); re-run the deployment with the change's "
+        "settings to finish it (trtllm-multinode-previous goes once the new server serves, or comes back if it fails), "
+        "or with the previous image (%s) and settings and -e trtllm_container_allow_recreate=true to back it out (the "
+        "new container goes and trtllm-multinode-previous gets its name back)" % OLD_IMAGE)
+    # Gone, or another container under its name: neither way works; the deployment stops until the record goes.
+    for kept, where in (((1, "", "No such object"), "trtllm-multinode-previous is gone (it cannot be restored)"),
+                        ((0, None, ""), "trtllm-multinode-previous is another container (it cannot be restored)")):
+        change = pending(kept=kept) if kept[0] else pending(container_id="a" * 64)
+        assert _status.pending_problem("spark-1", change).endswith(
+            "is recorded, but %s; the next deployment stops before any change (the record does not match the "
+            "containers): look at them (docker ps -a) and, once trtllm-multinode is the container to keep, remove %s "
+            "and re-run" % (where, RECORD))
     assert _status.pending_problem("spark-1", _status.pending_change("[]", None, RECORD)) == (
         "spark-1: the container change record %s cannot be read (not a container change record of schema 1): remove "
         "it, or run teardown.yml" % RECORD)
