@@ -224,14 +224,20 @@ def _names(image):
     return {image, _container.sshd_image_name(image)} if image else set()
 
 
-def pending_outlook(record, kept_state, requested):
+def pending_outlook(record, kept_state, requested, current=True):
     """What the next deployment does with a pending change, one sentence (the preflight's warning says it).
 
     record: parse_record() of the node's record; kept_state: ``present`` (the recorded container is kept), ``absent``,
     ``other`` (another container under the kept name), ``current`` (the recorded container runs under the container's
     own name) or ``unknown`` (module_utils/_status.pending_change's kept_container); requested: the image the deployment
-    asks for (trtllm_container_image). Images are compared by name (the reference, or its derived image with sshd);
-    the deployment itself compares the containers' settings (docker_container), so other settings count there too."""
+    asks for (trtllm_container_image); current: the docker inspect of the container under the record's name, None when
+    there is none (True: there is one, not read).
+
+    The decision is the deployment's own, ``apply_decision``, with consent (the sentence names the setting). Its
+    inputs are told by image name alone (the reference, or its derived image with sshd): the container differs from
+    the request unless ``requested`` is the change's image, and the kept container matches it when ``requested`` is
+    the kept container's image. The deployment takes them from docker_container's comparison of every container
+    setting, which the preflight cannot make before the run: the sentence says what it compared."""
     if not record:
         return ""
     kept_as, name = record["kept_name"], record["name"]
@@ -241,17 +247,31 @@ def pending_outlook(record, kept_state, requested):
         return ("the next deployment stops before any change (the record does not match the containers): remove the "
                 "record once %s is the container to keep" % name)
     change = record.get("change") or {}
+    new_image = change.get("image") or change.get("reference") or "?"
     kept_image = (record["container"].get("settings") or {}).get("image")
     wanted = _names(requested)
-    if wanted & ({change.get("image"), change.get("reference")} - {None, ""}):
-        return ("the next deployment with %s finishes it: it starts the server in the new container, then removes %s "
-                "once that serves, or gives the node %s back if it fails" % (requested, kept_as, kept_as))
-    if kept_image and kept_image in wanted:
-        return ("the next deployment with %s (the previous image) backs it out: with trtllm_container_allow_recreate "
-                "it removes the new container and gives %s its name back (the same container, not a new one)"
-                % (requested, kept_as))
-    return ("the next deployment with %s replaces the new container (with trtllm_container_allow_recreate) and keeps "
-            "%s until the new server serves" % (requested or "?", kept_as))
+    changed = not wanted & ({change.get("image"), change.get("reference")} - {None, ""})
+    container = {"Id": "?"} if current is True else (current or None)
+    decision = apply_decision({"changed": changed, "container": container}, True, record,
+                              kept_matches=bool(kept_image and kept_image in wanted))
+    compared = (" (told from the image names alone, an image and its derived image with sshd counting as one: %s "
+                "against the change's %s and the kept container's %s; the deployment compares every container "
+                "setting%s)"
+                % (requested or "?", new_image, kept_image or "?",
+                   ", so another changed setting makes it replace the new container instead"
+                   if decision["action"] in ("none", "restore") else ""))
+    text = {
+        "none": ("the next deployment with %s finishes it: it starts the server in the new container, then removes %s "
+                 "once that serves, or gives the node %s back if it fails" % (requested, kept_as, kept_as)),
+        "restore": ("the next deployment with %s (the previous image) backs it out: with "
+                    "trtllm_container_allow_recreate it removes the new container and gives %s its name back (the same "
+                    "container, not a new one)" % (requested, kept_as)),
+        "create": ("the next deployment with %s creates %s (there is none) and keeps %s until the new server serves"
+                   % (requested or "?", name, kept_as)),
+        "replace": ("the next deployment with %s replaces the new container (with trtllm_container_allow_recreate) and "
+                    "keeps %s until the new server serves" % (requested or "?", kept_as)),
+    }[decision["action"]]
+    return text + compared
 
 
 def restored_summary(record, host, restored):

@@ -506,7 +506,8 @@ def check_same_image(node, probe, ctx):
 
 def check_pending_change(node, probe, ctx):
     """A container change an earlier run left pending (module_utils/_container_change.py): warns naming the kept
-    container, its image, the change's image and this run's, since when, and what the next deployment does with it.
+    container, its image, the change's image and this run's, since when, and what the next deployment does with it
+    (the deployment's decision, _container_change.apply_decision, on what the image names tell; the warning says so).
     Fact ``pending_change`` of preflight_facts: record (path), present, text, error, kept (docker container inspect of
     ``<container>-previous``: rc, stdout, stderr); the current container is the ``env`` inspect."""
     fact = probe.get("pending_change")
@@ -523,7 +524,8 @@ def check_pending_change(node, probe, ctx):
             "Remove %s, or run teardown.yml." % path)
     kept_cmd = fact.get("kept") or {}
     kept = inspect_first(kept_cmd.get("stdout")) if kept_cmd.get("rc") == 0 else {}
-    current = inspect_first(_cmd(probe, "env")["stdout"]) if _cmd(probe, "env")["rc"] == 0 else {}
+    env_cmd = _cmd(probe, "env")
+    current = inspect_first(env_cmd["stdout"]) if env_cmd["rc"] == 0 else {}
     old_id = record["container"]["id"]
     if kept_cmd.get("rc") != 0 and "no such" not in str(kept_cmd.get("stderr") or "").lower():
         state = "unknown"  # Docker could not be read (not "no such container")
@@ -533,6 +535,9 @@ def check_pending_change(node, probe, ctx):
         state = "current"
     else:
         state = "absent" if not kept else "other"
+    # The container under the record's name for the deployment's decision: its inspect, None when Docker says there is
+    # none, True (there, unread) when the inspect failed otherwise.
+    there = current or (None if "no such" in str(env_cmd.get("stderr") or "").lower() else True)
     settings = record["container"].get("settings") or {}
     where = {"present": "kept, stopped, as %s" % record["kept_name"],
              "absent": "recorded, but %s is gone" % record["kept_name"],
@@ -542,7 +547,7 @@ def check_pending_change(node, probe, ctx):
     message = ("a container change to %s is pending since %s: the previous container (id %s, image %s) is %s; this "
                "run asks for %s: %s" % (record["change"].get("image") or "?", record.get("kept_at") or "?",
                                         old_id[:12], settings.get("image") or "?", where, ctx["image"] or "?",
-                                        _container_change.pending_outlook(record, state, ctx["image"])))
+                                        _container_change.pending_outlook(record, state, ctx["image"], there)))
     if state in ("absent", "other", "current"):
         return "warn", message, ("Look at the containers (docker ps -a); once %s is the container to keep, remove %s "
                                  "and re-run." % (record["name"], path))

@@ -215,6 +215,40 @@ def test_pending_outlook(state, requested, texts):
     assert cc.pending_outlook({}, state, requested) == ""
 
 
+def test_pending_outlook_is_the_deployments_decision(monkeypatch):
+    """The forecast is apply_decision's action (the function the deployment decides with), given what the images say."""
+    seen = []
+
+    def decide(plan, allow_recreate, rec, kept_matches=False):
+        seen.append((plan["changed"], bool(plan["container"]), allow_recreate, kept_matches))
+        return {"action": "create", "reason": ""}
+
+    monkeypatch.setattr(cc, "apply_decision", decide)
+    assert cc.pending_outlook(record(), "present", "lab/standin:1.3.0rc12").startswith(
+        "the next deployment with lab/standin:1.3.0rc12 creates trtllm-multinode (there is none)")
+    cc.pending_outlook(record(), "present", "lab/standin:1.4.0rc1", current=None)
+    assert seen == [(False, True, True, False), (True, False, True, True)]
+
+
+@pytest.mark.parametrize("requested, current, action", [
+    ("lab/standin:1.3.0rc12", True, "none"),
+    ("lab/standin:1.4.0rc1", True, "restore"),
+    ("lab/standin:1.4.0rc1", None, "restore"),
+    ("lab/standin:9", True, "replace"),
+    ("lab/standin:9", None, "create"),
+])
+def test_pending_outlook_says_what_it_compared(requested, current, action):
+    line = cc.pending_outlook(record(), "present", requested, current=current)
+    assert line.endswith(" (told from the image names alone, an image and its derived image with sshd counting as "
+                         "one: %s against the change's lab/standin:1.3.0rc12 and the kept container's "
+                         "lab/standin:1.4.0rc1; the deployment compares every container setting%s)"
+                         % (requested, ", so another changed setting makes it replace the new container instead"
+                            if action in ("none", "restore") else "")), line
+    words = {"none": "finishes it", "restore": "backs it out", "replace": "replaces the new container",
+             "create": "creates trtllm-multinode (there is none)"}
+    assert words[action] in line
+
+
 def test_pending_outlook_knows_the_derived_sshd_images():
     rec = record()
     rec["container"]["settings"]["image"] = "lab/standin:1.4.0rc1-sparkops-sshd"

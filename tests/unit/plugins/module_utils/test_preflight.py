@@ -772,18 +772,31 @@ def pending_run(fact, image=IMAGE, env=None):
     return by_key[("pending_change", "spark-2")], entries
 
 
-@pytest.mark.parametrize("image, outlook", [
-    (IMAGE, "the next deployment with %s finishes it: it starts the server in the new container, then removes "
-            "trtllm-multinode-previous once that serves, or gives the node trtllm-multinode-previous back if it fails"
-     % IMAGE),
-    (OLD_IMAGE, "the next deployment with %s (the previous image) backs it out: with trtllm_container_allow_recreate "
-                "it removes the new container and gives trtllm-multinode-previous its name back (the same container, "
-                "not a new one)" % OLD_IMAGE),
-    ("other/image:2", "the next deployment with other/image:2 replaces the new container (with "
-                      "trtllm_container_allow_recreate) and keeps trtllm-multinode-previous until the new server serves"),
+COMPARED = (" (told from the image names alone, an image and its derived image with sshd counting as one: %s against "
+            "the change's %s-sparkops-sshd and the kept container's %s-sparkops-sshd; the deployment compares every "
+            "container setting%s)")
+REPLACE_INSTEAD = ", so another changed setting makes it replace the new container instead"
+NO_CONTAINER = (1, "[]", "Error: No such object: trtllm-multinode")
+
+
+@pytest.mark.parametrize("image, env, outlook", [
+    (IMAGE, None, "the next deployment with %s finishes it: it starts the server in the new container, then removes "
+                  "trtllm-multinode-previous once that serves, or gives the node trtllm-multinode-previous back if it "
+                  "fails" % IMAGE + COMPARED % (IMAGE, NEW_IMAGE, OLD_IMAGE, REPLACE_INSTEAD)),
+    (OLD_IMAGE, None, "the next deployment with %s (the previous image) backs it out: with "
+                      "trtllm_container_allow_recreate it removes the new container and gives trtllm-multinode-previous "
+                      "its name back (the same container, not a new one)" % OLD_IMAGE
+     + COMPARED % (OLD_IMAGE, NEW_IMAGE, OLD_IMAGE, REPLACE_INSTEAD)),
+    ("other/image:2", None, "the next deployment with other/image:2 replaces the new container (with "
+                            "trtllm_container_allow_recreate) and keeps trtllm-multinode-previous until the new server "
+                            "serves" + COMPARED % ("other/image:2", NEW_IMAGE, OLD_IMAGE, "")),
+    # No container under its name (the run stopped between the keep and the creation): the deployment creates it.
+    ("other/image:2", NO_CONTAINER, "the next deployment with other/image:2 creates trtllm-multinode (there is none) "
+                                    "and keeps trtllm-multinode-previous until the new server serves"
+     + COMPARED % ("other/image:2", NEW_IMAGE, OLD_IMAGE, "")),
 ])
-def test_pending_change_warns_with_the_kept_container_the_images_since_when_and_the_next_run(image, outlook):
-    got, entries = pending_run(pending_fact(), image=image)
+def test_pending_change_warns_with_the_kept_container_the_images_since_when_and_the_next_run(image, env, outlook):
+    got, entries = pending_run(pending_fact(), image=image, env=env)
     assert got["status"] == "warn"
     assert got["message"] == (
         "a container change to %s-sparkops-sshd is pending since 2026-11-24T06:40:00+00:00: the previous container "
