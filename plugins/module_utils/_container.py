@@ -424,8 +424,8 @@ def image_fetch_failure(message, image, source, host, archive="", setting="trtll
                 "room. %s" % (setting, host, image, archive or "(not set)", said, tail))
     for pattern, meaning, fix in _PULL_CAUSES:
         if pattern.search(text):
-            return "%s: %s could not pull %s: %s; %s. Docker said: %s. %s" % (setting, host, image, meaning, fix, said,
-                                                                                tail)
+            return "%s: %s could not pull %s: %s; %s. Docker said: %s. %s" % (
+                setting, host, image, meaning, fix, said, tail)
     return "%s: %s could not pull %s. Docker said: %s. Check the reference and the node's access to its registry. %s" % (
         setting, host, image, said, tail)
 
