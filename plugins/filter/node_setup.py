@@ -16,6 +16,8 @@
   carry its digest, and different images under one name on the nodes of the deployment (TP=2 ranks run one build);
   ``msg | sparkops.specdec.trtllm_image_fetch_failure(image, source, host, archive)``: the one-line error of a failed
   pull or load (what docker's message means, and the fix).
+- ``hostvars | sparkops.specdec.trtllm_container_sshd_targets(hosts, hostfile_hosts, port)``: what the head probes
+  before mpirun (module container_sshd_wait): each hostfile address with the node whose container sshd listens there.
 - ``hostvars | sparkops.specdec.ssh_mesh_node(me, hosts, group, addresses, host_key_dir, key_name)``: this node's
   mesh identity from its read (``__ssh_mesh_read``), after checking that every node of the group has the same
   cluster user.
@@ -36,6 +38,8 @@ from ansible_collections.sparkops.specdec.plugins.module_utils import _container
 READ = "__ssh_mesh_read"
 NODE = "__ssh_mesh_node"
 CREATED = "__ssh_mesh_created"
+# The trtllm_container role's container spec (set on every node; its environment names the sshd listen addresses).
+SPEC = "__trtllm_container_spec"
 
 
 def _hostvar(hostvars, host, name):
@@ -122,6 +126,20 @@ def trtllm_image_problems(hostvars, me, hosts, image):
     return problems
 
 
+def trtllm_container_sshd_targets(hostvars, hosts, hostfile_hosts, port):
+    """What the head probes before mpirun (module container_sshd_wait): [{'node', 'address', 'port'}], one per
+    hostfile address, each named by the node (of hosts, the deployment's members) whose container sshd listens there
+    (SSHD_LISTEN_ADDRESSES of the spec that node's trtllm_container role worked out)."""
+    listen = {}
+    for host in hosts or []:
+        spec = _hostvar(hostvars, host, SPEC) or {}
+        listen[host] = str((spec.get("env") or {}).get(_container.LISTEN_ENV) or "").split()
+    try:
+        return _container.sshd_targets(hostfile_hosts, listen, port)
+    except _container.ContainerError as exc:
+        raise AnsibleFilterError(str(exc)) from None
+
+
 def _read(hostvars, host):
     """The ssh_mesh read of a host: the name=value lines of both parts of its loop, as a dict (None if it did not run)."""
     read = _hostvar(hostvars, host, READ)
@@ -162,6 +180,7 @@ class FilterModule(object):
             "trtllm_image_reference_problems": trtllm_image_reference_problems,
             "trtllm_image_problems": trtllm_image_problems,
             "trtllm_image_fetch_failure": trtllm_image_fetch_failure,
+            "trtllm_container_sshd_targets": trtllm_container_sshd_targets,
             "ssh_mesh_node": ssh_mesh_node,
             "ssh_mesh_files": ssh_mesh_files,
         }

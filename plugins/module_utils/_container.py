@@ -286,6 +286,68 @@ def sshd_wait_address(spec):
     return listen[0] if listen else "127.0.0.1"
 
 
+# Before mpirun, the head waits until the container sshd of every node answers (SSH banner) on its hostfile address:
+# each node's own wait (engine_container) proves only that its sshd answered on that node, once; a container that
+# Docker's restart policy starts (after a node restart) or restarts again may not listen when the head's mpirun
+# connects. The module sparkops.specdec.container_sshd_wait probes; the decisions are here.
+SSH_BANNER = b"SSH-"
+
+
+def sshd_targets(hostfile_hosts, listen_addresses, port):
+    """What the head probes before mpirun: [{'node', 'address', 'port'}], one per hostfile address, in its order.
+
+    hostfile_hosts: trtllm_container_hostfile_hosts (the addresses mpirun's ssh connects to, head first);
+    listen_addresses: node -> the addresses its container sshd listens on (SSHD_LISTEN_ADDRESSES of its spec), for
+    every node of the deployment. Raises ContainerError when a hostfile address is no node's sshd address (mpirun
+    would reach no container sshd there), naming it and the fix.
+    """
+    owners = {}
+    for node, addresses in (listen_addresses or {}).items():
+        for address in _list(addresses):
+            owners.setdefault(str(address), str(node))
+    targets = []
+    for address in [str(a) for a in _list(hostfile_hosts)]:
+        node = owners.get(address)
+        if node is None:
+            raise ContainerError(
+                "trtllm_container_hostfile_hosts: %s is not an address the container sshd of any node of the "
+                "deployment listens on (%s); mpirun's ssh would reach no container there. Set "
+                "trtllm_container_hostfile_hosts to one fabric address per node (link 1, head first), as "
+                "playbooks/two_sparks.yml does, or add it to that node's trtllm_container_sshd_listen_addresses."
+                % (address, "; ".join("%s: %s" % (n, ", ".join(_list(a)) or "none")
+                                      for n, a in (listen_addresses or {}).items()) or "no node published them"))
+        targets.append({"node": node, "address": address, "port": int(port)})
+    return targets
+
+
+def banner_answer(data):
+    """Whether the first bytes an endpoint sent are an SSH server's banner (an sshd, not just an open port)."""
+    return bytes(data or b"").startswith(SSH_BANNER)
+
+
+def sshd_round(targets, answers):
+    """One round of probes -> the targets that did not answer: [(target, reason)], [] when every one answered.
+
+    answers: address -> '' (the banner came) or the reason it did not (connection refused, timed out, ...). The head
+    waits until one round has every target answering: a container in a restart loop answers now and then, and a
+    round where another node refuses is not ready for mpirun.
+    """
+    return [(t, answers.get(t["address"], "not probed")) for t in targets if answers.get(t["address"], "not probed")]
+
+
+def sshd_wait_failure(missing, head, container, timeout):
+    """The one-line error when, after ``timeout`` s, the head still cannot reach every node's container sshd."""
+    where = "; ".join("%s at %s:%s (%s)" % (t["node"], t["address"], t["port"], reason) for t, reason in missing)
+    nodes = ", ".join(dict.fromkeys(t["node"] for t, _reason in missing))
+    port = missing[0][0]["port"] if missing else ""
+    return ("The container sshd of %s does not answer from %s (the head, where mpirun starts) after %s s: %s. "
+            "Check on %s that the container %s runs (docker ps; docker inspect %s shows a restart loop in "
+            "State.Restarting and RestartCount), that its sshd started (docker logs %s names the fabric address it "
+            "waits for), that those fabric addresses are up (ip -br addr), and that no firewall drops port %s between "
+            "the nodes' fabric addresses; then re-run (trtllm_container_start_timeout sets the wait)."
+            % (nodes, head, timeout, where, nodes, container, container, container, port))
+
+
 # The image the multi-node container runs: one with sshd (the TensorRT-LLM release image has none). Our derived image
 # says so in labels: that it has sshd and which base image (ID) it was built from, so a new base rebuilds it.
 SSHD_LABEL = "io.sparkops.specdec.sshd"

@@ -29,7 +29,8 @@ def test_filters_are_registered():
     assert set(node_setup.FilterModule().filters()) == {"trtllm_container_spec", "ssh_mesh_node", "ssh_mesh_files",
                                                         "trtllm_sshd_image", "trtllm_sshd_image_name", "trtllm_sshd_build_failure",
                                                         "trtllm_container_mounts", "trtllm_image_reference_problems",
-                                                        "trtllm_image_problems", "trtllm_image_fetch_failure"}
+                                                        "trtllm_image_problems", "trtllm_image_fetch_failure",
+                                                        "trtllm_container_sshd_targets"}
 
 
 def test_container_mounts_filter_lists_every_volume_with_its_type():
@@ -126,3 +127,27 @@ def test_trtllm_sshd_image_refusal_is_a_filter_error():
 def test_trtllm_sshd_image_name():
     assert node_setup.trtllm_sshd_image_name(SSHD["image"]) == DERIVED
     assert node_setup.trtllm_sshd_image_name(SSHD["image"], "site/sshd:1") == "site/sshd:1"
+
+
+# --- trtllm_container_sshd_targets: what the head probes before mpirun ------------------------------------------------
+
+def spec_of(addresses):
+    """A node's __trtllm_container_spec as the role sets it (only its environment matters here)."""
+    return {"__trtllm_container_spec": {"env": {"SSHD_LISTEN_ADDRESSES": addresses, "SSH_PORT": "2233"}}}
+
+
+def test_sshd_targets_name_each_hostfile_address_by_the_node_that_listens_there():
+    hostvars = {"spark-1": spec_of("192.168.100.10 192.168.101.10"), "spark-2": spec_of("192.168.100.11 192.168.101.11")}
+    targets = node_setup.trtllm_container_sshd_targets(hostvars, HOSTS, ["192.168.100.10", "192.168.100.11"], "2233")
+    assert targets == [{"node": "spark-1", "address": "192.168.100.10", "port": 2233},
+                       {"node": "spark-2", "address": "192.168.100.11", "port": 2233}]
+
+
+def test_sshd_targets_refuse_a_hostfile_address_no_node_listens_on():
+    hostvars = {"spark-1": spec_of("192.168.100.10"), "spark-2": {}}  # spark-2 published no spec
+    with pytest.raises(AnsibleFilterError) as err:
+        node_setup.trtllm_container_sshd_targets(hostvars, HOSTS, ["192.168.100.10", "192.168.100.11"], 2233)
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert msg.startswith("trtllm_container_hostfile_hosts: 192.168.100.11 ")
+    assert "spark-1: 192.168.100.10; spark-2: none" in msg

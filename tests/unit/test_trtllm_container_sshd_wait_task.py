@@ -1,0 +1,40 @@
+# -*- coding: utf-8 -*-
+"""The trtllm_container role waits on the head for every node's container sshd before its mpirun check: the wait
+task (sparkops.specdec.container_sshd_wait) comes right before the mpirun exec, runs where it runs (head, multi-node,
+not in check mode), bounded by trtllm_container_start_timeout, on specdec_container_ssh_port and the hostfile."""
+
+from __future__ import annotations
+
+import pathlib
+
+import yaml
+
+TASKS = pathlib.Path(__file__).resolve().parents[2] / "roles" / "trtllm_container" / "tasks" / "main.yml"
+WAIT = "sparkops.specdec.container_sshd_wait"
+EXEC = "community.docker.docker_container_exec"
+
+
+def tasks():
+    with open(TASKS) as handle:
+        return yaml.safe_load(handle)
+
+
+def index(items, predicate):
+    found = [i for i, task in enumerate(items) if predicate(task)]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def test_the_head_waits_for_every_container_sshd_right_before_mpirun():
+    items = tasks()
+    mpirun = index(items, lambda t: EXEC in t and (t[EXEC].get("argv") or [None])[0] == "mpirun")
+    wait = index(items, lambda t: WAIT in t)
+    assert wait == mpirun - 1
+    assert items[wait]["when"] == items[mpirun]["when"]
+    args = items[wait][WAIT]
+    assert args["timeout"] == "{{ trtllm_container_start_timeout }}"
+    assert args["port"] == "{{ specdec_container_ssh_port }}"
+    assert "trtllm_container_hostfile_hosts" in args["targets"]
+    assert "sparkops.specdec.trtllm_container_sshd_targets" in args["targets"]
+    # It must fail the run on timeout (no failed_when/ignore_errors that would let mpirun meet a refused sshd).
+    assert "failed_when" not in items[wait] and "ignore_errors" not in items[wait]
