@@ -63,6 +63,7 @@ attributes:
     description: Probes in check mode too (it changes nothing); the role skips it in check mode, as it skips mpirun.
   diff_mode:
     support: none
+    description: It changes nothing, so there is no difference to show.
 seealso:
   - module: sparkops.specdec.engine_container
 """
