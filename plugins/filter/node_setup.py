@@ -16,7 +16,7 @@
   carry its digest, and different images under one name on the nodes of the deployment (TP=2 ranks run one build);
   ``msg | sparkops.specdec.trtllm_image_fetch_failure(image, source, host, archive)``: the one-line error of a failed
   pull or load (what docker's message means, and the fix).
-- ``hostvars | sparkops.specdec.trtllm_container_sshd_targets(hosts, hostfile_hosts, port)``: what the head probes
+- ``hostvars | sparkops.specdec.trtllm_container_sshd_targets(hosts, hostfile_hosts)``: what the head probes
   before mpirun (module container_sshd_wait): each hostfile address with the node whose container sshd listens there.
 - ``hostvars | sparkops.specdec.ssh_mesh_node(me, hosts, group, addresses, host_key_dir, key_name)``: this node's
   mesh identity from its read (``__ssh_mesh_read``), after checking that every node of the group has the same
@@ -126,8 +126,8 @@ def trtllm_image_problems(hostvars, me, hosts, image):
     return problems
 
 
-def trtllm_container_sshd_targets(hostvars, hosts, hostfile_hosts, port):
-    """What the head probes before mpirun (module container_sshd_wait): [{'node', 'address', 'port'}], one per
+def trtllm_container_sshd_targets(hostvars, hosts, hostfile_hosts):
+    """What the head probes before mpirun (module container_sshd_wait): [{'node', 'address'}], one per
     hostfile address, each named by the node (of hosts, the deployment's members) whose container sshd listens there
     (SSHD_LISTEN_ADDRESSES of the spec that node's trtllm_container role worked out)."""
     listen = {}
@@ -135,7 +135,7 @@ def trtllm_container_sshd_targets(hostvars, hosts, hostfile_hosts, port):
         spec = _hostvar(hostvars, host, SPEC) or {}
         listen[host] = str((spec.get("env") or {}).get(_container.LISTEN_ENV) or "").split()
     try:
-        return _container.sshd_targets(hostfile_hosts, listen, port)
+        return _container.sshd_targets(hostfile_hosts, listen)
     except _container.ContainerError as exc:
         raise AnsibleFilterError(str(exc)) from None
 

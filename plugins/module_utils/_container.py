@@ -293,8 +293,9 @@ def sshd_wait_address(spec):
 SSH_BANNER = b"SSH-"
 
 
-def sshd_targets(hostfile_hosts, listen_addresses, port):
-    """What the head probes before mpirun: [{'node', 'address', 'port'}], one per hostfile address, in its order.
+def sshd_targets(hostfile_hosts, listen_addresses):
+    """What the head probes before mpirun: [{'node', 'address'}], one per hostfile address, in its order (the module
+    container_sshd_wait probes each on its own option port).
 
     hostfile_hosts: trtllm_container_hostfile_hosts (the addresses mpirun's ssh connects to, head first);
     listen_addresses: node -> the addresses its container sshd listens on (SSHD_LISTEN_ADDRESSES of its spec), for
@@ -316,7 +317,7 @@ def sshd_targets(hostfile_hosts, listen_addresses, port):
                 "playbooks/two_sparks.yml does, or add it to that node's trtllm_container_sshd_listen_addresses."
                 % (address, "; ".join("%s: %s" % (n, ", ".join(_list(a)) or "none")
                                       for n, a in (listen_addresses or {}).items()) or "no node published them"))
-        targets.append({"node": node, "address": address, "port": int(port)})
+        targets.append({"node": node, "address": address})
     return targets
 
 

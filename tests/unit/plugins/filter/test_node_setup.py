@@ -138,15 +138,15 @@ def spec_of(addresses):
 
 def test_sshd_targets_name_each_hostfile_address_by_the_node_that_listens_there():
     hostvars = {"spark-1": spec_of("192.168.100.10 192.168.101.10"), "spark-2": spec_of("192.168.100.11 192.168.101.11")}
-    targets = node_setup.trtllm_container_sshd_targets(hostvars, HOSTS, ["192.168.100.10", "192.168.100.11"], "2233")
-    assert targets == [{"node": "spark-1", "address": "192.168.100.10", "port": 2233},
-                       {"node": "spark-2", "address": "192.168.100.11", "port": 2233}]
+    targets = node_setup.trtllm_container_sshd_targets(hostvars, HOSTS, ["192.168.100.10", "192.168.100.11"])
+    assert targets == [{"node": "spark-1", "address": "192.168.100.10"},
+                       {"node": "spark-2", "address": "192.168.100.11"}]
 
 
 def test_sshd_targets_refuse_a_hostfile_address_no_node_listens_on():
     hostvars = {"spark-1": spec_of("192.168.100.10"), "spark-2": {}}  # spark-2 published no spec
     with pytest.raises(AnsibleFilterError) as err:
-        node_setup.trtllm_container_sshd_targets(hostvars, HOSTS, ["192.168.100.10", "192.168.100.11"], 2233)
+        node_setup.trtllm_container_sshd_targets(hostvars, HOSTS, ["192.168.100.10", "192.168.100.11"])
     msg = str(err.value)
     assert "\n" not in msg
     assert msg.startswith("trtllm_container_hostfile_hosts: 192.168.100.11 ")

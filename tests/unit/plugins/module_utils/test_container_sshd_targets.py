@@ -13,18 +13,18 @@ HOSTFILE = ["192.168.100.10", "192.168.100.11"]
 
 
 def test_targets_follow_the_hostfile_order_with_the_node_that_listens_there():
-    assert c.sshd_targets(HOSTFILE, LISTEN, "2233") == [
-        {"node": "spark-1", "address": "192.168.100.10", "port": 2233},
-        {"node": "spark-2", "address": "192.168.100.11", "port": 2233},
+    assert c.sshd_targets(HOSTFILE, LISTEN) == [
+        {"node": "spark-1", "address": "192.168.100.10"},
+        {"node": "spark-2", "address": "192.168.100.11"},
     ]
     # the head first even when the deployment lists it second
-    assert [t["node"] for t in c.sshd_targets(HOSTFILE, dict(reversed(list(LISTEN.items()))), 2233)] == [
+    assert [t["node"] for t in c.sshd_targets(HOSTFILE, dict(reversed(list(LISTEN.items()))))] == [
         "spark-1", "spark-2"]
 
 
 def test_a_hostfile_address_no_container_sshd_listens_on_is_refused_in_one_line():
     with pytest.raises(c.ContainerError) as err:
-        c.sshd_targets(["192.168.100.10", "192.168.100.99"], LISTEN, 2233)
+        c.sshd_targets(["192.168.100.10", "192.168.100.99"], LISTEN)
     msg = str(err.value)
     assert "\n" not in msg
     assert msg.startswith("trtllm_container_hostfile_hosts: 192.168.100.99 is not an address")
@@ -43,7 +43,8 @@ def test_only_an_ssh_banner_counts(data, answered):
 
 
 def test_a_round_counts_only_when_every_target_answers():
-    targets = c.sshd_targets(HOSTFILE, LISTEN, 2233)
+    # as the module probes them: each target with its port option
+    targets = [dict(t, port=2233) for t in c.sshd_targets(HOSTFILE, LISTEN)]
     assert c.sshd_round(targets, {"192.168.100.10": "", "192.168.100.11": ""}) == []
     missing = c.sshd_round(targets, {"192.168.100.10": "", "192.168.100.11": "connection refused"})
     assert missing == [(targets[1], "connection refused")]
@@ -52,7 +53,8 @@ def test_a_round_counts_only_when_every_target_answers():
 
 
 def test_the_timeout_error_is_one_line_naming_node_address_port_and_what_to_check():
-    targets = c.sshd_targets(HOSTFILE, LISTEN, 2233)
+    # as the module probes them: each target with its port option
+    targets = [dict(t, port=2233) for t in c.sshd_targets(HOSTFILE, LISTEN)]
     msg = c.sshd_wait_failure([(targets[1], "connection refused")], "spark-1", "trtllm-multinode", 300)
     assert "\n" not in msg
     assert msg.startswith("The container sshd of spark-2 does not answer from spark-1 (the head, where mpirun starts) "
