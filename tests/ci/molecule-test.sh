@@ -13,11 +13,18 @@ done
 logs="$root/.build/molecule"
 mkdir -p "$logs"
 log="$logs/$scenario${SPECDEC_METHOD:+-$SPECDEC_METHOD}.log"
+name="$scenario${SPECDEC_METHOD:+ (SPECDEC_METHOD=$SPECDEC_METHOD)}"
+started=$(date +%s)
 "${MOLECULE:-molecule}" test "$@" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
+took=$(( $(date +%s) - started ))
+# Each scenario's duration, here and in durations.txt (make test prints it after the last scenario).
+line=$(printf '%-45s %5d s  %s' "$name" "$took" "$([ "$rc" = 0 ] && echo ok || echo "FAILED (rc $rc)")")
+echo "== scenario $line"
+echo "$line" >> "$logs/durations.txt"
 if [ "$rc" != 0 ]; then
   {
-    echo "== molecule scenario $scenario${SPECDEC_METHOD:+ (SPECDEC_METHOD=$SPECDEC_METHOD)} failed (rc $rc); whole log: $log"
+    echo "== molecule scenario $name failed (rc $rc); whole log: $log"
     python3 "$here/failure_digest.py" "$log"
   } > "$logs/failure.txt"
 fi

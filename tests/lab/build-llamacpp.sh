@@ -49,9 +49,22 @@ cp -a "$wheels" "$ctx/wheels"
 before=$(docker image inspect -f '{{.Id}}' "$tag" 2>/dev/null || true)
 log="$state/build/llamacpp-build.log"
 started=$(date +%s)
-if ! docker build --build-arg BASE_IMAGE="$base" --build-arg HF_HUB_VERSION="$HF_HUB_VERSION" \
-    --build-arg LLAMA_CPP_COMMIT="$commit" --build-arg LLAMA_CPP_PYTHON_VERSION="$pyver" \
-    -t "$tag" "$ctx" >"$log" 2>&1; then
+if [ -z "$before" ]; then
+  echo "llama-server image $tag: compiling llama.cpp $commit (first build: 10-17 min on 2 cores; docker's layer" \
+    "cache makes later builds take seconds); progress every ${LAB_PROGRESS_INTERVAL:-30}s, full log: $log"
+fi
+docker build --build-arg BASE_IMAGE="$base" --build-arg HF_HUB_VERSION="$HF_HUB_VERSION" \
+  --build-arg LLAMA_CPP_COMMIT="$commit" --build-arg LLAMA_CPP_PYTHON_VERSION="$pyver" \
+  -t "$tag" "$ctx" >"$log" 2>&1 &
+build_pid=$!
+# Progress: the build's last step (docker's "Step N/M") and cmake's last percentage, at a steady cadence.
+while kill -0 "$build_pid" 2>/dev/null; do
+  for _ in $(seq 1 "${LAB_PROGRESS_INTERVAL:-30}"); do kill -0 "$build_pid" 2>/dev/null || break 2; sleep 1; done
+  step=$(grep -o '^Step [0-9]*/[0-9]*' "$log" | tail -n1 || true)
+  pct=$(grep -o '^\[ *[0-9]*%\]' "$log" | tail -n1 | tr -d '[] ' || true)
+  echo "llama-server image: $(( $(date +%s) - started ))s elapsed${step:+, $step}${pct:+, compile $pct}"
+done
+if ! wait "$build_pid"; then
   tail -n 40 "$log" >&2
   echo "llama-server image build failed (full log: $log)" >&2
   exit 1
