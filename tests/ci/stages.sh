@@ -72,10 +72,11 @@ for stage in $static $molecule; do
 done
 [ -f "$dir/$molecule.result" ] || rc=1
 if [ -s .build/molecule/durations.txt ]; then echo "== scenarios"; cat .build/molecule/durations.txt; fi
-if [ "$rc" != 0 ] && [ -s .build/molecule/failure.txt ]; then cat .build/molecule/failure.txt; fi
 # pytest's closing line (its output is in the stage's log when it ran in the background).
 if [ -f "$dir/units.log" ]; then grep -E '^=* ?[0-9]+ (passed|failed)|^=* ?[0-9]+ .*(passed|failed).* in [0-9.]+s' "$dir/units.log" | tail -n1; fi
 how="static stages in the background, beside $molecule"
 [ "${SERIAL:-0}" = 1 ] && how="one after the other"
 printf '== stages (%s)\n%s== total: %d s\n' "$how" "$summary" $(( $(date +%s) - all ))
+# What failed in Molecule last, where a CI log's tail shows it.
+if [ "$rc" != 0 ] && [ -s .build/molecule/failure.txt ]; then cat .build/molecule/failure.txt; fi
 exit "$rc"
