@@ -14,7 +14,7 @@ PLAYBOOK := $(BIN)/ansible-playbook
 LAB_INV := inventories/lab/hosts.yml
 MOLECULE_TEST := MOLECULE=$(BIN)/molecule bash tests/ci/molecule-test.sh
 
-.PHONY: help deps venv link host-deps lab-up lab-engine lab-down lab-fleet-up lab-fleet-down demo ee test changelog-lint lint sanity units molecule bench bench-converge bench-fleet bench-tune bench-sweep preflight clean
+.PHONY: help deps venv link host-deps lab-up lab-engine lab-down lab-fleet-up lab-fleet-down demo ee test changelog-lint lint docs docs-check sanity units molecule bench bench-converge bench-fleet bench-tune bench-sweep preflight clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -83,8 +83,14 @@ preflight: lab-up  ## preflight checks on the lab (report in preflight-report.js
 ee: venv  ## the execution environment's build context in .build/ee (ansible-builder build needs registries these machines lack)
 	$(BIN)/ansible-builder create -f execution-environment.yml -c .build/ee
 
-lint: deps  ## ansible-lint, production profile
+lint: deps docs-check  ## generated files up to date (docs-check), then ansible-lint, production profile
 	$(BIN)/ansible-lint
+
+docs: venv  ## generate the roles' defaults/main/options.yml, README option tables and docs/settings.md from meta/argument_specs.yml
+	$(BIN)/python hacking/gen_docs.py
+
+docs-check: venv  ## fail naming each file make docs would change (part of make lint)
+	@$(BIN)/python hacking/gen_docs.py --check
 
 sanity: deps  ## ansible-test sanity on a copy of the collection
 	@bash tests/sanity/run.sh "$(SANITY)"
