@@ -9,7 +9,15 @@ import yaml
 from ansible_collections.sparkops.specdec.plugins.module_utils import _settings
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-SHARED = ROOT / "roles" / "specdec_common" / "defaults" / "main.yml"
+SHARED = ROOT / "roles" / "specdec_common" / "defaults" / "main"
+
+
+def _defaults(directory):
+    """The names a role's defaults/main/ directory defines (options.yml, generated, and computed.yml)."""
+    names = {}
+    for path in sorted(directory.glob("*.yml")):
+        names.update(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+    return names
 
 
 def _files(*dirs, suffixes=(".yml", ".yaml", ".j2")):
@@ -26,13 +34,14 @@ def _text_without_comments(path):
 def test_regression_shared_facts_defined_once():
     """Was: container name, state dir, HF cache dirs, container ssh port, host-key dir and head host were
     declared in two roles each (e.g. trtllm_container_name and specdec_server_container)."""
-    shared = yaml.safe_load(SHARED.read_text(encoding="utf-8"))
+    shared = _defaults(SHARED)
     for new in set(_settings.REMOVED.values()):
         assert new in shared, new
-    for defaults in (ROOT / "roles").glob("*/defaults/main.yml"):
+    assert shared
+    for defaults in (ROOT / "roles").glob("*/defaults/main"):
         if defaults == SHARED:
             continue
-        names = set(yaml.safe_load(defaults.read_text(encoding="utf-8")) or {})
+        names = set(_defaults(defaults))
         assert not names & set(shared), (defaults, names & set(shared))
 
 
@@ -59,7 +68,7 @@ def test_regression_playbooks_read_no_private_role_variables():
 
 def test_regression_playbooks_do_not_retype_shared_facts():
     """Was: the shared facts were re-typed as literals (`| default('trtllm-multinode')` ...) in three playbooks."""
-    shared = yaml.safe_load(SHARED.read_text(encoding="utf-8"))
+    shared = _defaults(SHARED)
     literals = [str(v) for v in shared.values() if v not in ("", None) and "{{" not in str(v)]
     offenders = []
     for path in _files("playbooks"):
