@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Generate every role's defaults and option tables from its meta/argument_specs.yml.
 
 ``meta/argument_specs.yml`` is the one hand-written source of a role's options (type, choices, default,
@@ -91,7 +90,7 @@ def render_defaults(role, options, computed):
         text = yaml.dump({name: spec.get('default')}, Dumper=_Dumper, default_flow_style=False, sort_keys=False,
                          width=1000, allow_unicode=True)
         if not name.startswith(role + '_'):
-            first, _, rest = text.partition('\n')
+            first, rest = text.split('\n', 1)
             text = first + NOQA + '\n' + rest
         out.append(text)
     return ''.join(out)
@@ -118,7 +117,7 @@ def _markup(text):
         elif kind == 'U':
             rendered = inner
         elif kind == 'L':
-            label, _, url = inner.rpartition(',')
+            label, url = inner.rsplit(',', 1) if ',' in inner else (inner, inner)
             rendered = '[%s](%s)' % (label.strip(), url.strip())
         else:
             rendered = '`%s`' % inner
@@ -181,8 +180,8 @@ def render_table(options, computed):
 def render_readme(path, text, table):
     if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
         raise ValueError('%s: needs one %s line and one %s line after it, around the option table' % (path, BEGIN, END))
-    head, _, rest = text.partition(BEGIN)
-    _, _, tail = rest.partition(END)
+    head = text.split(BEGIN, 1)[0]
+    tail = text.split(END, 1)[1]
     return '%s%s\n\n%s\n%s%s' % (head, BEGIN, table, END, tail)
 
 

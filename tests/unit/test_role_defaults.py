@@ -11,7 +11,6 @@ import sys
 import textwrap
 
 import pytest
-import yaml
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ROLES = ROOT / "roles"
