@@ -19,9 +19,11 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _diagnose, _secrets
-from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _files
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _files, _reports
 
-_ARGS = frozenset(("nodes", "results", "path", "preflight_report_path", "secrets"))
+_ARGS = frozenset(("nodes", "results", "path", "preflight_report_path", "secrets", "report_dir"))
+# The preflight report's own default name (playbooks/preflight.yml writes it there when preflight_report_path is unset).
+PREFLIGHT_REPORT = "preflight-report.json"
 
 
 def preflight_item(path):
@@ -60,12 +62,12 @@ def node_items(nodes, results):
     return out, errors
 
 
-def bundle_path(path, now):
-    """The bundle's path: path as given (a directory: the default name in it), else ./sparkops-diagnose-<UTC stamp>.tar.gz."""
+def bundle_path(path, now, report_dir=None):
+    """The bundle's path: path as given (relative: in the report directory; a directory: the default name in it),
+    else sparkops-diagnose-<UTC stamp>.tar.gz in the report directory (specdec_report_dir, default the current one)."""
     stamp = now.strftime("%Y%m%dT%H%M%SZ")
-    if not path:
-        return os.path.abspath(_diagnose.default_path(".", stamp))
-    path = os.path.abspath(os.path.expanduser(path))
+    default = os.path.basename(_diagnose.default_path(".", stamp))
+    path = _reports.report_path(path, default, report_dir)
     if os.path.isdir(path):
         return _diagnose.default_path(path, stamp)
     return path
@@ -88,13 +90,15 @@ class ActionModule(ActionBase):
             raise AnsibleActionFail("diagnose_bundle: nodes must be a list of inventory names and results a dict of "
                                     "node -> registered diagnose_facts result (see playbooks/diagnose.yml).")
         now = datetime.datetime.fromtimestamp(time.time(), datetime.timezone.utc)
-        path = bundle_path(to_text(args.get("path") or ""), now)
+        report_dir = args.get("report_dir")
+        path = _reports.ensure_dir(bundle_path(to_text(args.get("path") or ""), now, report_dir), report_dir)
         if not os.path.isdir(os.path.dirname(path)):
             raise AnsibleActionFail("diagnose_bundle: the directory of diagnose_bundle_path %s does not exist: create it "
                                     "or set diagnose_bundle_path to a file in an existing directory." % path)
         items, errors = node_items([to_text(n) for n in nodes], results)
         redactor = _secrets.Redactor(secrets)
-        controller = {"items": {"preflight_report": preflight_item(args.get("preflight_report_path"))},
+        controller = {"items": {"preflight_report": preflight_item(
+            _reports.report_path(args.get("preflight_report_path"), PREFLIGHT_REPORT, report_dir))},
                       "node_errors": errors}
         files, manifest = _diagnose.build(items, controller, redactor, now.isoformat())
         root = os.path.basename(path)

@@ -24,9 +24,10 @@ from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _fleet, _settings
-from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _files, _inventory
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _files, _inventory, _reports
 
-_ARGS = frozenset(("hosts", "deployments", "parallel", "max_failures", "log_dir", "report_path", "ansible_playbook"))
+_ARGS = frozenset(("hosts", "deployments", "parallel", "max_failures", "log_dir", "report_path", "ansible_playbook",
+                   "report_dir"))
 _PLAYBOOK_DIR = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..", "playbooks"))
 # The deployments' runs print the json stdout callback (their outcome is read from it, not from their prose).
 # ANSIBLE_SHOW_CUSTOM_STATS: the callback prints the runs' set_stats (specdec_deploy) only with it.
@@ -114,8 +115,9 @@ class ActionModule(ActionBase):
         wanted = settings.get("fleet_deployments") or []
         parallel = settings.get("fleet_parallel") or 0
         max_failures = settings.get("fleet_max_failures")
-        log_dir = os.path.abspath(os.path.expanduser(settings.get("fleet_log_dir") or "specdec-fleet-logs"))
-        report_path = os.path.abspath(os.path.expanduser(settings.get("fleet_report_path") or "specdec-fleet.json"))
+        # Relative paths are in the report directory (specdec_report_dir, default the current directory).
+        log_dir = _reports.report_path(settings.get("fleet_log_dir"), "specdec-fleet-logs", args.get("report_dir"))
+        report_path = _reports.report_path(settings.get("fleet_report_path"), "specdec-fleet.json", args.get("report_dir"))
 
         groups = task_vars.get("groups") or {}
         if hosts_group not in groups:

@@ -11,24 +11,23 @@ returns the summary and the verdict. The documentation is in plugins/modules/pre
 from __future__ import annotations
 
 import json
-import os
 
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _files
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _files, _reports
 from ansible_collections.sparkops.specdec.plugins.module_utils import _preflight, _settings
 
 _ARGS = frozenset(("plan", "probes", "fabric", "hf_results", "container", "ssh_port", "hf_cache_dir", "host_key_dir",
-                   "usable_memory_bytes", "memory_reserve_bytes", "disk_reserve_bytes", "report_path"))
+                   "usable_memory_bytes", "memory_reserve_bytes", "disk_reserve_bytes", "report_path", "report_dir",
+                   "unreachable"))
 _INT_ARGS = ("usable_memory_bytes", "memory_reserve_bytes", "disk_reserve_bytes")
 
 
 def write_report(path, entries):
     """Write the report atomically, readable by its owner only (0600): it names hosts and paths."""
-    path = os.path.abspath(os.path.expanduser(path))
     return _files.write_private(path, json.dumps(entries, indent=4, sort_keys=True) + "\n", ".preflight-report.")
 
 
@@ -74,11 +73,11 @@ class ActionModule(ActionBase):
         entries = _preflight.build_checks(hosts, probes, args.get("fabric") or {}, args.get("hf_results") or [],
                                           plan, settings)
         passed, msg = _preflight.verdict(entries)
-        path = args.get("report_path") or os.path.join(
-            os.path.dirname(os.path.abspath(task_vars.get("playbook_dir") or ".")),
-            _settings.PLAYBOOK_SETTINGS["preflight_report_path"]["default"])
         try:
-            result["report_path"] = write_report(to_text(path), entries)
+            path = _reports.report_path(args.get("report_path"),
+                                        _settings.PLAYBOOK_SETTINGS["preflight_report_path"]["default"],
+                                        args.get("report_dir"))
+            result["report_path"] = write_report(_reports.ensure_dir(path, args.get("report_dir")), entries)
         except OSError as exc:
             result.update(failed=True, checks=entries, msg="preflight_report: cannot write the report %s: %s" % (path, exc))
             return result

@@ -17,10 +17,10 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _bench, _gate
-from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _bench_report
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _bench_report, _reports
 
 _ARGS = frozenset(("runs", "output_dir", "engine", "objective", "candidates", "probes", "point_seconds", "gate",
-                   "metadata", "plots"))
+                   "metadata", "plots", "report_dir"))
 _OBJECTIVE = frozenset(("concurrency", "prompt_set", "ttft_p90_max", "itl_p90_max"))
 
 
@@ -59,18 +59,20 @@ class ActionModule(ActionBase):
                                "specdec_loadgen runs at temperature 0 and concurrency 1)")
         if gate is not None and gate.get("from_runs"):
             gate = dict(gate, from_runs=boolean(gate["from_runs"], strict=False))
+        # A relative output_dir is in the report directory (specdec_report_dir, default the current directory).
+        out_dir = _reports.report_path(to_text(args["output_dir"]), None, args.get("report_dir"))
         try:
             report = _bench_report.build(args["runs"], objective=objective, candidates=args.get("candidates"),
                                          probes=args.get("probes"), point_seconds=args.get("point_seconds"),
                                          gate=gate, metadata=args.get("metadata"), engine=engine)
-            files = _bench_report.write(report, to_text(args["output_dir"]),
+            files = _bench_report.write(report, out_dir,
                                         plots=boolean(args.get("plots", True), strict=False))
         except (_bench.BenchError, _gate.GateError) as exc:
             result.update(failed=True, msg="specdec_bench_report: %s" % exc)
             return result
         except OSError as exc:
             result.update(failed=True, msg="specdec_bench_report: cannot write the report to %s: %s"
-                          % (args["output_dir"], exc))
+                          % (out_dir, exc))
             return result
         headline = _bench_report.headline(report)
         result.update(changed=True, files=files, headline=headline, tuner=report["tuner"], search=report["search"],

@@ -13,22 +13,20 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 
 from ansible.errors import AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _files, _inventory
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _files, _inventory, _reports
 from ansible_collections.sparkops.specdec.plugins.module_utils import _status
 
-_ARGS = frozenset(("facts", "hosts", "active", "report_path"))
+_ARGS = frozenset(("facts", "hosts", "active", "report_path", "report_dir"))
 DEFAULT_REPORT = "specdec-status.json"
 
 
 def write_json(path, data):
     """Write ``data`` as JSON atomically (a temporary file in the same directory, then a rename), mode 0600."""
-    path = os.path.abspath(os.path.expanduser(path))
     return _files.write_private(path, json.dumps(data, indent=2, sort_keys=True) + "\n", ".specdec-status.")
 
 
@@ -71,13 +69,13 @@ class ActionModule(ActionBase):
         rows = _status.build_rows(hosts, active, facts, inventory_ids(task_vars, hosts, getattr(self, "_loader", None)))
         now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
         doc = _status.document(rows, now)
-        path = args.get("report_path") or os.path.join(
-            os.path.dirname(os.path.abspath(task_vars.get("playbook_dir") or ".")), DEFAULT_REPORT)
         serving, msg = _status.verdict(rows)
         result.update(changed=False, deployments=rows, table=_status.table(rows), summary=doc["summary"],
                       all_serving=serving, msg=msg, generated_at=now)
+        path = args.get("report_path")
         try:
-            result["report_path"] = write_json(to_text(path), doc)
+            path = _reports.report_path(path, DEFAULT_REPORT, args.get("report_dir"))
+            result["report_path"] = write_json(_reports.ensure_dir(path, args.get("report_dir")), doc)
         except OSError as exc:
             result.update(failed=True, msg="status_report_path: cannot write %s (%s); set it to a writable file path."
                           % (path, exc))

@@ -38,14 +38,24 @@ options:
     required: true
   path:
     description:
-      - The tarball's path on the controller (C(diagnose_bundle_path)). An existing directory gets the default name in
-        it. Empty means C(./sparkops-diagnose-<UTC YYYYmmddTHHMMSSZ>.tar.gz) in the current directory.
+      - The tarball's path on the controller (C(diagnose_bundle_path)); relative paths are in O(report_dir). An
+        existing directory gets the default name in it. Empty means C(sparkops-diagnose-<UTC YYYYmmddTHHMMSSZ>.tar.gz)
+        in O(report_dir).
     type: path
     default: ""
   preflight_report_path:
-    description: The preflight report to include (C(preflight_report_path)); recorded as missing when it does not exist.
+    description: The preflight report to include (C(preflight_report_path)); relative paths are in O(report_dir), where
+      C(playbooks/preflight.yml) writes it. Recorded as missing when it does not exist.
     type: path
     default: preflight-report.json
+  report_dir:
+    description:
+      - The controller directory of the collection's reports (C(specdec_report_dir)); a relative path is relative to the
+        current directory. Empty means the current directory of the C(ansible-playbook) process (never the
+        collection's or the playbook's directory, read-only in an execution environment). Created (mode 0700) when
+        missing.
+    type: path
+    default: ""
   secrets:
     description: Values to remove in every form (the HF tokens of the nodes). Never returned.
     type: list

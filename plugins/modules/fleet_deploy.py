@@ -61,13 +61,23 @@ options:
         restores the previous server when the new one fails (the C(specdec_server) restart-and-restore path).
     type: int
   log_dir:
-    description: Controller directory for each run's output, C(<id>.json) and C(<id>.stderr) (C(fleet_log_dir)).
+    description: Controller directory for each run's output, C(<id>.json) and C(<id>.stderr) (C(fleet_log_dir));
+      relative paths are in O(report_dir).
     type: path
     default: specdec-fleet-logs
   report_path:
-    description: Controller path of the JSON report (C(fleet_report_path)); written mode 0600, replaced atomically.
+    description: Controller path of the JSON report (C(fleet_report_path)); relative paths are in O(report_dir). Written
+      mode 0600, replaced atomically.
     type: path
     default: specdec-fleet.json
+  report_dir:
+    description:
+      - The controller directory of the collection's reports (C(specdec_report_dir)); a relative path is relative to the
+        current directory. Empty means the current directory of the C(ansible-playbook) process (never the
+        collection's or the playbook's directory, read-only in an execution environment). Created (mode 0700) when
+        missing.
+    type: path
+    default: ""
   ansible_playbook:
     description: The C(ansible-playbook) to run; default the one running this play, else the one on C(PATH).
     type: path

@@ -96,9 +96,17 @@ options:
     type: int
   report_path:
     description:
-      - Where to write the JSON report on the controller (C(preflight_report_path)). Default C(preflight-report.json)
-        next to the playbook directory (the checkout).
+      - Where to write the JSON report on the controller (C(preflight_report_path)); relative paths are in
+        O(report_dir). Default C(preflight-report.json) in O(report_dir).
     type: path
+  report_dir:
+    description:
+      - The controller directory of the collection's reports (C(specdec_report_dir)); a relative path is relative to the
+        current directory. Empty means the current directory of the C(ansible-playbook) process (never the
+        collection's or the playbook's directory, read-only in an execution environment). Created (mode 0700) when
+        missing.
+    type: path
+    default: ""
 attributes:
   check_mode:
     support: full

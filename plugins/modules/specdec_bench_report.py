@@ -46,9 +46,18 @@ options:
     required: true
   output_dir:
     description:
-      - Directory on the controller for the report files; created when missing. Existing report files are replaced.
+      - Directory on the controller for the report files (C(specdec_benchmark_output_dir)); relative paths are in
+        O(report_dir). Created when missing. Existing report files are replaced.
     type: path
     required: true
+  report_dir:
+    description:
+      - The controller directory of the collection's reports (C(specdec_report_dir)); a relative path is relative to the
+        current directory. Empty means the current directory of the C(ansible-playbook) process (never the
+        collection's or the playbook's directory, read-only in an execution environment). Created (mode 0700) when
+        missing.
+    type: path
+    default: ""
   engine:
     description:
       - The engine whose counters the metrics texts hold. Default detected from the texts (C(llamacpp:) or C(trtllm_)

@@ -71,9 +71,17 @@ options:
     type: list
     elements: str
   report_path:
-    description: The JSON file on the controller (C(status_report_path)). Default C(specdec-status.json) in the
-      directory above the playbook's (the checkout).
+    description: The JSON file on the controller (C(status_report_path)); relative paths are in O(report_dir). Default
+      C(specdec-status.json) in O(report_dir).
     type: path
+  report_dir:
+    description:
+      - The controller directory of the collection's reports (C(specdec_report_dir)); a relative path is relative to the
+        current directory. Empty means the current directory of the C(ansible-playbook) process (never the
+        collection's or the playbook's directory, read-only in an execution environment). Created (mode 0700) when
+        missing.
+    type: path
+    default: ""
 attributes:
   check_mode:
     support: full

@@ -204,6 +204,18 @@ def test_report_files_are_private(tmp_path):
         assert path.stat().st_mode & 0o077 == 0, path
 
 
+@pytest.mark.parametrize("output_dir,expected", [("specdec-benchmark", "reports/specdec-benchmark"), ("/ABS", "abs")])
+def test_relative_output_dir_is_in_the_report_dir(tmp_path, monkeypatch, output_dir, expected):
+    """specdec_report_dir: a relative specdec_benchmark_output_dir lands in it, an absolute one as given."""
+    monkeypatch.chdir(str(tmp_path))
+    out = str(tmp_path / "abs") if output_dir == "/ABS" else output_dir
+    result = make({"runs": synthetic_runs(repeats=1), "output_dir": out, "engine": "llamacpp", "plots": False,
+                   "report_dir": str(tmp_path / "reports")}).run(task_vars={})
+    assert not result.get("failed"), result.get("msg")
+    assert (tmp_path / expected / "report.json").is_file()
+    assert result["files"]["json"] == str(tmp_path / expected / "report.json")
+
+
 def test_gate_from_runs_a_near_tie_passes_and_every_point_has_its_table(tmp_path):
     runs = synthetic_runs()
     base = next(r for r in runs if r["point"] == "none" and r["concurrency"] == 1)

@@ -127,6 +127,24 @@ def test_bundle_default_path_and_directory(tmp_path, monkeypatch):
     assert root == os.path.basename(result["path"])[:-len(".tar.gz")]
 
 
+def test_bundle_and_preflight_report_in_the_report_dir(tmp_path, monkeypatch):
+    """specdec_report_dir: the bundle's default name in it (created when missing), and the preflight report read from
+    it under its default name (where playbooks/preflight.yml wrote it); a relative bundle path lands in it too."""
+    monkeypatch.chdir(str(tmp_path))
+    reports = tmp_path / "reports"
+    args = bundle_args(tmp_path, path="", report_dir="reports")
+    del args["preflight_report_path"]
+    result = make(diagnose_bundle.ActionModule, args).run(task_vars={})
+    assert os.path.dirname(result["path"]) == str(reports) and stat.S_IMODE(os.stat(result["path"]).st_mode) == 0o600
+    item = result["manifest"]["controller"]["preflight_report"]
+    assert item["status"] == "missing" and item["source"] == str(reports / "preflight-report.json")
+    (reports / "preflight-report.json").write_text(json.dumps([{"id": "docker", "status": "pass"}]))
+    args["path"] = "b.tar.gz"
+    result = make(diagnose_bundle.ActionModule, args).run(task_vars={})
+    assert result["path"] == str(reports / "b.tar.gz")
+    assert result["manifest"]["controller"]["preflight_report"]["status"] == "ok"
+
+
 def test_bundle_errors(tmp_path):
     with pytest.raises(AnsibleActionFail, match="diagnose_bundle_path .* does not exist"):
         make(diagnose_bundle.ActionModule, bundle_args(tmp_path, path=str(tmp_path / "no" / "b.tgz"))).run(task_vars={})

@@ -292,6 +292,17 @@ def test_good_settings_as_the_playbook_passes_them(fake):
     assert result["parallel"] == 1 and result["max_failures"] == 0 and len(fake.runs()) == 1
 
 
+def test_relative_paths_are_in_the_report_dir(fake, monkeypatch):
+    """specdec_report_dir (relative: to the current directory): the log directory and the report (0600) in it."""
+    monkeypatch.chdir(str(fake.tmp))
+    result = run(FLEET, fake, deployments=["spark-5"], log_dir="logs", report_path="f.json", report_dir="reports")
+    assert not result.get("failed"), result["msg"]
+    reports = fake.tmp / "reports"
+    assert result["report"] == str(reports / "f.json") and result["log_dir"] == str(reports / "logs")
+    assert stat.S_IMODE(os.stat(str(reports / "f.json")).st_mode) == 0o600
+    assert os.listdir(str(reports / "logs")) and not (fake.tmp / "logs").exists()
+
+
 def test_todays_layout_is_one_pair(fake):
     result = run(TWO_NODES, fake)
     assert not result.get("failed"), result["msg"]

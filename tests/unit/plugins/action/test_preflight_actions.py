@@ -76,13 +76,34 @@ def test_byte_settings_from_extra_vars_strings(tmp_path):
     assert got[("disk_space", "spark-2")]["status"] == "fail"
 
 
-def test_default_report_path_is_the_checkout(tmp_path):
+def test_default_report_path_is_the_current_directory_not_the_checkout(tmp_path, monkeypatch):
+    """No setting: the report goes to the directory ansible-playbook runs in (an installed collection is read-only)."""
     playbooks = tmp_path / "checkout" / "playbooks"
     playbooks.mkdir(parents=True)
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
     args = report_args(tmp_path)
     del args["report_path"]
     result = make(preflight_report.ActionModule, args).run(task_vars=task_vars(playbook_dir=str(playbooks)))
-    assert result["report_path"] == str(tmp_path / "checkout" / "preflight-report.json")
+    assert result["report_path"] == str(here / "preflight-report.json")
+    assert stat.S_IMODE(os.stat(here / "preflight-report.json").st_mode) == 0o600
+    assert os.listdir(tmp_path / "checkout") == ["playbooks"]
+
+
+@pytest.mark.parametrize("report_path,expected", [(None, "reports/preflight-report.json"),
+                                                  ("mine.json", "reports/mine.json")])
+def test_report_dir_holds_the_report(tmp_path, monkeypatch, report_path, expected):
+    """specdec_report_dir (created 0700 when missing): the default name in it, or a relative report_path in it."""
+    monkeypatch.chdir(tmp_path)
+    args = report_args(tmp_path, report_dir=str(tmp_path / "reports"))
+    if report_path is None:
+        del args["report_path"]
+    else:
+        args["report_path"] = report_path
+    result = make(preflight_report.ActionModule, args).run(task_vars=task_vars())
+    assert result["report_path"] == str(tmp_path / expected)
+    assert stat.S_IMODE(os.stat(tmp_path / expected).st_mode) == 0o600
 
 
 def test_unwritable_report_fails_with_the_path(tmp_path):

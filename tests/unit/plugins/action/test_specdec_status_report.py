@@ -56,15 +56,36 @@ def test_file_0600_atomic_and_equal_to_the_result(tmp_path):
     assert result["table"][1].split()[:2] == ["spark-1", "serving"]
 
 
-def test_default_path_is_the_checkout_and_hosts_default_to_the_play(tmp_path):
+def test_default_path_is_the_current_directory_and_hosts_default_to_the_play(tmp_path, monkeypatch):
+    """No setting: the JSON goes to the directory ansible-playbook runs in, never the checkout (read-only when the
+    collection is installed in an execution environment)."""
     playbooks = tmp_path / "checkout" / "playbooks"
     playbooks.mkdir(parents=True)
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
     # spark-2 left the play (failed or unreachable earlier) and has no result.
     result = make({"facts": {"spark-1": facts()["spark-1"]}}).run(
         task_vars=task_vars(active=("spark-1",), playbook_dir=str(playbooks)))
-    assert result["report_path"] == str(tmp_path / "checkout" / "specdec-status.json")
+    assert result["report_path"] == str(here / "specdec-status.json")
+    assert stat.S_IMODE(os.stat(here / "specdec-status.json").st_mode) == 0o600
+    assert os.listdir(tmp_path / "checkout") == ["playbooks"]
     node = result["deployments"][1]
     assert node["status"] == "unreachable" and "left the play" in node["nodes"]["spark-2"]["error"]
+
+
+@pytest.mark.parametrize("report_path,expected", [(None, "reports/specdec-status.json"), ("s.json", "reports/s.json"),
+                                                  ("/ABS", "abs.json")])
+def test_report_dir_holds_the_json(tmp_path, monkeypatch, report_path, expected):
+    """specdec_report_dir (created when missing): the default name in it, a relative status_report_path in it, an
+    absolute one as given."""
+    monkeypatch.chdir(tmp_path)
+    args = {"facts": facts(), "report_dir": "reports"}
+    if report_path:
+        args["report_path"] = str(tmp_path / "abs.json") if report_path == "/ABS" else report_path
+    result = make(args).run(task_vars=task_vars())
+    assert result["report_path"] == str(tmp_path / expected)
+    assert stat.S_IMODE(os.stat(tmp_path / expected).st_mode) == 0o600
 
 
 def test_unwritable_path_fails_naming_the_setting(tmp_path):

@@ -240,6 +240,7 @@ NEGATIVE_CASES = [
     ('state-dir-tilde', {'specdec_state_dir': '~/specdec'}, 'specdec_state_dir', '(~ is not expanded here)'),
     ('hf-cache-relative', {'specdec_hf_cache_dir': 'hf-cache'}, 'specdec_hf_cache_dir',
      'or "" for ~/.cache/huggingface of the deploy user'),
+    ('report-dir-list', {'specdec_report_dir': ['reports']}, 'specdec_report_dir', 'is a list, not text; set a path'),
     ('container-hf-cache-empty', {'specdec_container_hf_cache_dir': ''}, 'specdec_container_hf_cache_dir',
      'is empty; set an absolute path'),
     ('container-ssh-port-big', {'specdec_container_ssh_port': 70000}, 'specdec_container_ssh_port',
@@ -655,9 +656,10 @@ def test_removed_names_are_the_one_name_per_fact_change():
     shared = set(specs['specdec_common'])
     declared = {name for options in specs.values() for name in options}
     assert len(_settings.REMOVED) == 14 and not set(_settings.REMOVED) & declared
-    # specdec_deployment_id, specdec_server_engine and specdec_server_api_key were shared from the start (no old names).
+    # specdec_deployment_id, specdec_server_engine, specdec_server_api_key and specdec_report_dir were shared from the
+    # start (no old names).
     assert set(_settings.REMOVED.values()) == shared - {'specdec_deployment_id', 'specdec_server_engine',
-                                                        'specdec_server_api_key'}
+                                                        'specdec_server_api_key', 'specdec_report_dir'}
     for new in set(_settings.REMOVED.values()):
         olds = sorted(old for old, repl in _settings.REMOVED.items() if repl == new)
         assert len(olds) == 2 and all(old.split('_')[0] in ('trtllm', 'specdec', 'ssh') for old in olds), (new, olds)
