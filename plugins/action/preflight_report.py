@@ -22,7 +22,7 @@ from ansible_collections.sparkops.specdec.plugins.module_utils import _preflight
 
 _ARGS = frozenset(("plan", "probes", "fabric", "hf_results", "container", "ssh_port", "hf_cache_dir", "host_key_dir",
                    "usable_memory_bytes", "memory_reserve_bytes", "disk_reserve_bytes", "report_path", "report_dir",
-                   "unreachable"))
+                   "reach"))
 _INT_ARGS = ("usable_memory_bytes", "memory_reserve_bytes", "disk_reserve_bytes")
 
 
@@ -70,8 +70,11 @@ class ActionModule(ActionBase):
         settings["download"] = {host: _node_bool(hostvars, host, "specdec_server_download") for host in hosts}
 
         probes = {h: _preflight.merge_probe(r) for h, r in (args.get("probes") or {}).items() if h in hosts}
+        reach = args.get("reach") or {}
+        if not isinstance(reach, dict):
+            raise AnsibleError("preflight_report: reach must map each node to its registered reach result")
         entries = _preflight.build_checks(hosts, probes, args.get("fabric") or {}, args.get("hf_results") or [],
-                                          plan, settings)
+                                          plan, settings, unreachable=_preflight.unreachable_reasons(reach))
         passed, msg = _preflight.verdict(entries)
         try:
             path = _reports.report_path(args.get("report_path"),

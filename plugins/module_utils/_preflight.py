@@ -38,6 +38,8 @@ STATUSES = ("pass", "warn", "fail", "skip")
 CHECK_IDS = ("docker_nosudo", "gpu_runtime", "gpu_run", "ports_free", "endpoint_exposure", "clock_sync", "hf_access", "hub_reach",
              "same_user", "same_port", "link_speed", "fabric_ips", "ssh_nodes", "ssh_containers", "nccl_env", "same_image",
              "pending_change", "disk_space", "memory_budget", "mem_available")
+# The one row of a node that could not be reached (none of CHECK_IDS is judged on it).
+REACHABLE = "reachable"
 TWO_NODE_CHECKS = frozenset(("same_port", "link_speed", "fabric_ips", "ssh_nodes", "ssh_containers", "nccl_env"))
 
 FIXES = {
@@ -991,25 +993,42 @@ def check_ids(two):
     return [c for c in CHECK_IDS if two or c not in TWO_NODE_CHECKS]
 
 
-def build_checks(hosts, probes, fabric=None, hf_results=None, plan=None, settings=None):
+def unreachable_reasons(reach):
+    """host -> why it could not be reached, from host -> its registered reach result (``ignore_unreachable``).
+
+    Only the hosts whose result says ``unreachable``; the reason is the connection's message on one line."""
+    out = {}
+    for host, result in (reach or {}).items():
+        if isinstance(result, dict) and result.get("unreachable"):
+            out[str(host)] = one_line(result.get("msg")) or "the connection failed (no message)"
+    return out
+
+
+def build_checks(hosts, probes, fabric=None, hf_results=None, plan=None, settings=None, unreachable=None):
     """Every check on every node: a list of {id, node, status, message, fix}, node by node, in CHECK_IDS order.
 
-    hosts: the play's nodes, in order. probes: host -> merge_probe() of the node's probe (a host without an
-    entry was not reached: each of its checks fails saying so). fabric: host -> the nccl_interface_info result.
+    hosts: the play's nodes, in order. probes: host -> merge_probe() of the node's probe. A node in
+    ``unreachable`` (host -> reason, unreachable_reasons()) or without a probe was not reached: it is one row,
+    id REACHABLE, failed, saying so and why; its checks are not judged. fabric: host -> the nccl_interface_info result.
     hf_results: the hf_download check-mode loop results, in the plan's model order. plan: the registered
     specdec_plan result (``plan.models``, ``plan.port``, ``plan.tp_size``; ``deployment.image``,
     ``deployment.topology``). settings: container, ssh_port, hf_cache_dir, gpus (host -> bool), download
     (host -> bool, specdec_server_download), host_key_dir (specdec_container_host_key_dir),
     usable_memory_bytes, memory_reserve_bytes, disk_reserve_bytes.
     """
+    unreachable = unreachable or {}
+    probes = {h: probe for h, probe in (probes or {}).items() if h not in unreachable}
     ctx = context(hosts, probes, fabric, hf_results, plan, settings)
     entries = []
     for node in ctx["hosts"]:
+        if node in unreachable:
+            entries.append(_entry(REACHABLE, node, "fail", "unreachable: %s" % unreachable[node], FIXES["unreached"]))
+            continue
+        if node not in ctx["probes"]:
+            entries.append(_entry(REACHABLE, node, "fail", "no facts from this node (it left the play earlier: "
+                                  "unreachable, or its probe failed)", FIXES["unreached"]))
+            continue
         for check_id in check_ids(ctx["two"]):
-            if node not in ctx["probes"]:
-                status, message = "fail", "no facts from this node (unreachable, or its probe failed)"
-                entries.append(_entry(check_id, node, status, message, FIXES["unreached"]))
-                continue
             verdict_ = CHECKS[check_id](node, ctx["probes"][node], ctx)
             status, message = verdict_[0], verdict_[1]
             fix = verdict_[2] if len(verdict_) > 2 and verdict_[2] else _fix(check_id, ctx)

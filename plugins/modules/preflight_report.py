@@ -99,6 +99,14 @@ options:
       - Where to write the JSON report on the controller (C(preflight_report_path)); relative paths are in
         O(report_dir). Default C(preflight-report.json) in O(report_dir).
     type: path
+  reach:
+    description:
+      - Node -> its registered reach result (C(ansible.builtin.ping) with C(ignore_unreachable)). A node whose result
+        says C(unreachable) is one row of the report (id C(reachable), status C(fail), the connection's message) and
+        none of its checks is judged; the report is written all the same. A node without facts for another reason
+        (it left the play) is one such row too.
+    type: dict
+    default: {}
   report_dir:
     description:
       - The controller directory of the collection's reports (C(specdec_report_dir)); a relative path is relative to the

@@ -373,12 +373,30 @@ def test_disk_counts_only_what_is_missing():
     assert got["message"].endswith("bytes free under /data/hf")
 
 
-def test_unreached_node_fails_every_check():
+def test_node_without_facts_is_one_failed_row():
     probes = {"spark-1": registered()}
     by_key, entries = run(probes=probes)
     spark2 = [e for e in entries if e["node"] == "spark-2"]
-    assert len(spark2) == 20 and all(e["status"] == "fail" and "no facts from this node" in e["message"] for e in spark2)
+    assert [(e["id"], e["status"]) for e in spark2] == [("reachable", "fail")]
+    assert "no facts from this node" in spark2[0]["message"] and spark2[0]["fix"] == _preflight.FIXES["unreached"]
     assert by_key[("same_user", "spark-1")]["status"] == "pass"
+
+
+def test_unreachable_node_is_one_row_saying_why():
+    """A node the play could not reach (its registered reach result, ignore_unreachable) is one failed row with the
+    connection's message; its (empty) probe is not judged, the other node's checks are."""
+    reach = {"spark-1": {"ping": "pong"},
+             "spark-2": {"unreachable": True, "msg": "Failed to connect to the host via ssh:\n  Connection refused"}}
+    unreachable = _preflight.unreachable_reasons(reach)
+    assert unreachable == {"spark-2": "Failed to connect to the host via ssh: Connection refused"}
+    probes = {"spark-1": _preflight.merge_probe(registered()), "spark-2": _preflight.merge_probe({"skipped": True})}
+    entries = _preflight.build_checks(HOSTS, probes, {h: fabric() for h in HOSTS}, HF_OK, PLAN, SETTINGS,
+                                      unreachable=unreachable)
+    spark2 = [e for e in entries if e["node"] == "spark-2"]
+    assert spark2 == [{"id": "reachable", "node": "spark-2", "status": "fail", "fix": _preflight.FIXES["unreached"],
+                       "message": "unreachable: Failed to connect to the host via ssh: Connection refused"}]
+    assert len([e for e in entries if e["node"] == "spark-1"]) == 20
+    assert _preflight.unreachable_reasons({"a": {"unreachable": True}}) == {"a": "the connection failed (no message)"}
 
 
 def test_root_part_that_could_not_run():

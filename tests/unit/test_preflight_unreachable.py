@@ -1,0 +1,35 @@
+"""End to end, no lab: playbooks/preflight.yml on the example fleet inventory's pair_a, both nodes pointed at a closed
+port on loopback (unreachable). The report is still written, one failed row per node saying it is unreachable and
+why, into specdec_report_dir (mode 0600), and the run fails after writing it. Run from a directory that is not the
+checkout: nothing is written into the collection."""
+import json
+import os
+import pathlib
+import stat
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+FLEET = ROOT / "inventories" / "example" / "fleet.yml"
+PLAYBOOK = str(pathlib.Path(sys.executable).parent / "ansible-playbook")
+
+
+def test_unreachable_nodes_are_rows_of_the_written_report(tmp_path):
+    before = sorted(p.name for p in ROOT.iterdir())
+    varsfile = tmp_path / "vars.json"
+    varsfile.write_text(json.dumps({"ansible_host": "127.0.0.1", "ansible_port": 9, "ansible_user": "nobody",
+                                    "specdec_report_dir": "reports"}), encoding="utf-8")
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_STDOUT_CALLBACK="ansible.posix.json", HF_HUB_OFFLINE="1")
+    env.pop("HF_TOKEN", None)
+    cmd = [PLAYBOOK, "-i", str(FLEET), str(ROOT / "playbooks" / "preflight.yml"), "--limit", "pair_a",
+           "-e", "@" + str(varsfile)]
+    result = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 2, result.stdout[-3000:] + result.stderr[-2000:]
+    path = tmp_path / "reports" / "preflight-report.json"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    rows = json.loads(path.read_text(encoding="utf-8"))
+    assert [(r["id"], r["node"], r["status"]) for r in rows] == [("reachable", "spark-1", "fail"),
+                                                                ("reachable", "spark-2", "fail")]
+    assert all(r["message"].startswith("unreachable: ") and len(r["message"]) > len("unreachable: ") for r in rows)
+    assert sorted(p.name for p in ROOT.iterdir()) == before
