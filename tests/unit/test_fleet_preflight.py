@@ -16,8 +16,9 @@ PLAYBOOK = str(pathlib.Path(sys.executable).parent / "ansible-playbook")
 
 def _run(playbook, limit, tmp_path, extra=None):
     varsfile = tmp_path / "vars.json"
-    varsfile.write_text(json.dumps(dict({"ansible_connection": "local", "ansible_host": "127.0.0.1"}, **(extra or {}))),
-                        encoding="utf-8")
+    # The example's placeholders (SET-...) are set here as a user sets them: address and user.
+    varsfile.write_text(json.dumps(dict({"ansible_connection": "local", "ansible_host": "127.0.0.1",
+                                         "ansible_user": "nvidia"}, **(extra or {}))), encoding="utf-8")
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
                ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
     env.pop("HF_TOKEN", None)
@@ -32,7 +33,8 @@ def test_fleet_playbook_fails_naming_the_deployment_whose_node_is_lost(tmp_path)
     """playbooks/fleet.yml end to end: spark-5's own run of single_spark.yml cannot reach its node (loopback, a closed
     port): the fleet run fails (rc 2) and its set_stats name spark-5 as not serving, with the node unreachable."""
     varsfile = tmp_path / "vars.json"
-    varsfile.write_text(json.dumps({"ansible_host": "127.0.0.1", "ansible_port": 9, "fleet_deployments": ["spark-5"],
+    varsfile.write_text(json.dumps({"ansible_host": "127.0.0.1", "ansible_port": 9, "ansible_user": "nvidia",
+                                    "fleet_deployments": ["spark-5"],
                                     "fleet_log_dir": str(tmp_path / "logs"),
                                     "fleet_report_path": str(tmp_path / "fleet.json")}), encoding="utf-8")
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
@@ -75,7 +77,9 @@ def test_fleet_playbook_refuses_bad_settings_before_any_run(tmp_path):
 
 
 def _plan_results(doc):
-    task = doc["plays"][0]["tasks"][0]
+    """The host results of the first play's sparkops.specdec.specdec_plan task (by its action, not its title)."""
+    (task,) = [t for t in doc["plays"][0]["tasks"]
+               if any(r.get("action") == "sparkops.specdec.specdec_plan" for r in t["hosts"].values())]
     return task["hosts"]
 
 
@@ -113,3 +117,34 @@ def test_single_spark_of_the_fleet_passes_the_preflight(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     plan = _plan_results(doc)["spark-5"]
     assert plan["deployment"]["id"] == "spark-5" and plan["plan"]["preset"] == "llama-3.3-70b-draft-target"
+
+
+@pytest.mark.parametrize("playbook,limit,extra,hosts", [
+    ("preflight_inventory", "pair_a", [], ["spark-1", "spark-2"]),
+    ("two_sparks", "pair_b", [], ["spark-3", "spark-4"]),
+    ("single_spark", None, ["-e", "single_spark_host=spark-5"], ["spark-5"]),
+    ("preflight", "pair_a", [], ["spark-1", "spark-2"]),
+])
+def test_the_shipped_example_stops_on_its_placeholders(playbook, limit, extra, hosts, tmp_path):
+    """The example inventory as shipped (no value set): the inventory preflight of every deploy playbook and of
+    preflight.yml stops before any other task, one line per placeholder naming the variable and the host, and no
+    host is contacted (no connection override here: a contact would be to a SET-... address and fail otherwise)."""
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
+    cmd = [PLAYBOOK, "--check", "-i", str(FLEET), str(ROOT / "playbooks" / (playbook + ".yml"))] + extra
+    if limit:
+        cmd += ["--limit", limit]
+    result = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 2, result.stdout[-3000:] + result.stderr[-2000:]
+    doc = json.loads(result.stdout)
+    (task,) = [t for p in doc["plays"] for t in p["tasks"]]  # the run stopped at its first task
+    assert sorted(task["hosts"]) == hosts and {r["action"] for r in task["hosts"].values()} == {"ansible.builtin.assert"}
+    for host in hosts:
+        got = task["hosts"][host]
+        assert got["failed"] and got["msg"].split("\n") == [
+            "ansible_host on %s: SET-management-address-of-%s is the example inventory's placeholder; set the real "
+            "value in your inventory (host or group vars) or with -e." % (host, host),
+            "ansible_user on %s: SET-login-user-of-every-spark is the example inventory's placeholder; set the real "
+            "value in your inventory (host or group vars) or with -e." % host]
+    assert all(s["unreachable"] == 0 and s["changed"] == 0 for s in doc["stats"].values())
+    assert not list(tmp_path.iterdir())  # no report either: nothing was checked on a node
