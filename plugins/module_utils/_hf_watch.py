@@ -63,16 +63,33 @@ def _doc(slurped):
     return doc if isinstance(doc, dict) else None
 
 
+def eta(remaining, rate):
+    """Time left for ``remaining`` bytes at ``rate`` bytes/s: ``42s``, ``3m05s``, ``1h02m``; ``unknown`` when the
+    rate is 0 or the total is not known yet."""
+    if remaining is None or rate <= 0:
+        return 'unknown'
+    seconds = int(max(remaining, 0) / rate + 0.5)
+    if seconds < 60:
+        return '%ds' % seconds
+    if seconds < 3600:
+        return '%dm%02ds' % divmod(seconds, 60)
+    hours, rest = divmod(seconds, 3600)
+    return '%dh%02dm' % (hours, rest // 60)
+
+
 def _progress_line(repo, doc):
+    """``<repo>: <state>, <done> of <total> MiB (<n>/<m> files), <rate> MiB/s, ETA <eta>``, from the progress file
+    hf_download writes (bytes_done, bytes_total, bytes_per_second over its last 5 s); ETA at that rate."""
     doc = doc or {}
 
     def num(key):
         value = doc.get(key)
         return value if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
-    return '%s: %s, %.1f of %.1f MiB (%s/%s files), %.1f MiB/s' % (
-        repo, doc.get('state') or 'starting', num('bytes_done') / MIB, num('bytes_total') / MIB,
-        num('files_done'), doc.get('files_total', '?'), num('bytes_per_second') / MIB)
+    total, done, rate = num('bytes_total'), num('bytes_done'), num('bytes_per_second')
+    return '%s: %s, %.1f of %.1f MiB (%s/%s files), %.1f MiB/s, ETA %s' % (
+        repo, doc.get('state') or 'starting', done / MIB, total / MIB,
+        num('files_done'), doc.get('files_total', '?'), rate / MIB, eta(total - done if total else None, rate))
 
 
 def _dead_result(result):

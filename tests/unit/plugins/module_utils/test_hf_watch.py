@@ -56,7 +56,8 @@ def test_running_then_done():
     v = rounds([(1000, [(running, doc(5000.0))]), (1030, [(running, doc(5030.0, done=5 * 1048576))]),
                 (1060, [(status('1.1', REPO, finished=True, changed=True, commit='a' * 40), None)])])
     assert [r['running'] for r in v] == [[REPO], [REPO], []]
-    assert v[1]['lines'] == ['%s: downloading, 5.0 of 10.0 MiB (1/3 files), 1.0 MiB/s' % REPO]
+    assert v[0]['lines'] == ['%s: downloading, 0.0 of 10.0 MiB (1/3 files), 1.0 MiB/s, ETA 10s' % REPO]
+    assert v[1]['lines'] == ['%s: downloading, 5.0 of 10.0 MiB (1/3 files), 1.0 MiB/s, ETA 5s' % REPO]
     assert v[-1]['done'] == [REPO] and v[-1]['errors'] == [] and v[-1]['finished'] is True
 
 
@@ -136,3 +137,20 @@ def test_filter_wraps_the_function():
     assert first['started'] == 50 and first['running'] == [REPO]
     later = hf_download_watch([job], [slurped(job, doc(2.0))], first, 100, 600, 'spark-2', now=200)
     assert later['started'] == 50 and 'spark-2' in later['errors'][0]
+
+
+@pytest.mark.parametrize('remaining, rate, expected', [
+    (0, 1, '0s'), (42, 1, '42s'), (185, 1, '3m05s'), (3720, 1, '1h02m'), (20 * 1024 ** 3, 50 * 1048576, '6m50s'),
+    (10, 0, 'unknown'), (None, 5, 'unknown'), (-5, 1, '0s'),
+])
+def test_eta(remaining, rate, expected):
+    assert _hf_watch.eta(remaining, rate) == expected
+
+
+def test_progress_line_before_the_total_is_known():
+    """Resolving: no total yet, so no ETA; a missing progress file is a starting line."""
+    v = rounds([(1000, [(status('1.1', REPO), {'state': 'resolving', 'updated': 1.0, 'bytes_total': 0,
+                                                 'bytes_done': 0, 'bytes_per_second': 0, 'files_total': 0})])])
+    assert v[0]['lines'] == ['%s: resolving, 0.0 of 0.0 MiB (0/0 files), 0.0 MiB/s, ETA unknown' % REPO]
+    v = rounds([(1000, [(status('1.1', REPO), None)])])
+    assert v[0]['lines'] == ['%s: starting, 0.0 of 0.0 MiB (0/? files), 0.0 MiB/s, ETA unknown' % REPO]
