@@ -33,3 +33,25 @@ def test_unreachable_nodes_are_rows_of_the_written_report(tmp_path):
                                                                 ("reachable", "spark-2", "fail")]
     assert all(r["message"].startswith("unreachable: ") and len(r["message"]) > len("unreachable: ") for r in rows)
     assert sorted(p.name for p in ROOT.iterdir()) == before
+
+
+def test_status_json_goes_to_the_current_directory_not_the_collection(tmp_path):
+    """playbooks/status.yml with no report setting, both nodes unreachable (loopback, closed port): the JSON is
+    specdec-status.json in the directory ansible-playbook runs in (mode 0600), one row per node, and nothing is
+    written into the collection (read-only when installed in an execution environment)."""
+    before = sorted(p.name for p in ROOT.iterdir())
+    varsfile = tmp_path / "vars.json"
+    varsfile.write_text(json.dumps({"ansible_host": "127.0.0.1", "ansible_port": 9, "ansible_user": "nobody"}),
+                        encoding="utf-8")
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1", ANSIBLE_FORCE_COLOR="0",
+               ANSIBLE_STDOUT_CALLBACK="ansible.posix.json")
+    cmd = [PLAYBOOK, "-i", str(FLEET), str(ROOT / "playbooks" / "status.yml"), "--limit", "pair_a",
+           "-e", "@" + str(varsfile)]
+    result = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    path = tmp_path / "specdec-status.json"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    nodes = {n: v["reachable"] for row in doc["deployments"] for n, v in row["nodes"].items()}
+    assert nodes == {"spark-1": False, "spark-2": False}
+    assert sorted(p.name for p in ROOT.iterdir()) == before
