@@ -97,9 +97,8 @@ class ActionModule(ActionBase):
                                     "or set diagnose_bundle_path to a file in an existing directory." % path)
         items, errors = node_items([to_text(n) for n in nodes], results)
         redactor = _secrets.Redactor(secrets)
-        controller = {"items": {"preflight_report": preflight_item(
-            _reports.report_path(args.get("preflight_report_path"), PREFLIGHT_REPORT, report_dir))},
-                      "node_errors": errors}
+        preflight_path = _reports.report_path(args.get("preflight_report_path"), PREFLIGHT_REPORT, report_dir)
+        controller = {"items": {"preflight_report": preflight_item(preflight_path)}, "node_errors": errors}
         files, manifest = _diagnose.build(items, controller, redactor, now.isoformat())
         root = os.path.basename(path)
         for suffix in (".tar.gz", ".tgz"):

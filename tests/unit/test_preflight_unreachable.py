@@ -29,8 +29,8 @@ def test_unreachable_nodes_are_rows_of_the_written_report(tmp_path):
     path = tmp_path / "reports" / "preflight-report.json"
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     rows = json.loads(path.read_text(encoding="utf-8"))
-    assert [(r["id"], r["node"], r["status"]) for r in rows] == [("reachable", "spark-1", "fail"),
-                                                                ("reachable", "spark-2", "fail")]
+    assert [(r["id"], r["node"], r["status"]) for r in rows] == [
+        ("reachable", "spark-1", "fail"), ("reachable", "spark-2", "fail")]
     assert all(r["message"].startswith("unreachable: ") and len(r["message"]) > len("unreachable: ") for r in rows)
     assert sorted(p.name for p in ROOT.iterdir()) == before
 

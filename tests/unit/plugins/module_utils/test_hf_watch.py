@@ -149,8 +149,9 @@ def test_eta(remaining, rate, expected):
 
 def test_progress_line_before_the_total_is_known():
     """Resolving: no total yet, so no ETA; a missing progress file is a starting line."""
-    v = rounds([(1000, [(status('1.1', REPO), {'state': 'resolving', 'updated': 1.0, 'bytes_total': 0,
-                                                 'bytes_done': 0, 'bytes_per_second': 0, 'files_total': 0})])])
+    resolving = {'state': 'resolving', 'updated': 1.0, 'bytes_total': 0, 'bytes_done': 0, 'bytes_per_second': 0,
+                 'files_total': 0}
+    v = rounds([(1000, [(status('1.1', REPO), resolving)])])
     assert v[0]['lines'] == ['%s: resolving, 0.0 of 0.0 MiB (0/0 files), 0.0 MiB/s, ETA unknown' % REPO]
     v = rounds([(1000, [(status('1.1', REPO), None)])])
     assert v[0]['lines'] == ['%s: starting, 0.0 of 0.0 MiB (0/? files), 0.0 MiB/s, ETA unknown' % REPO]
