@@ -12,50 +12,18 @@ plugins/modules/specdec_plan.py.
 from __future__ import annotations
 
 import datetime
-import os
 
 from ansible.errors import AnsibleError
-from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _inventory
-from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _fleet, _peer_copy, _plan, _secrets, _settings
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _fleet, _peer_copy, _plan, _settings
 
 _ARGS = frozenset(("topology", "commits", "downloads", "image", "state", "server_running", "probe", "allow_restart",
                    "mounts"))
 # Settings that must be the same on every member of a deployment (the server's and the shared
 # facts, and the image: TP=2 needs one config and one engine on every rank).
 _SAME_ON_ALL = ("specdec_", "trtllm_container_image", "trtllm_container_trtllm_version")
-TOKEN = "specdec_server_hf_token"
-# A secret-looking variable (vault_hf_token, hf_token, ...) shorter than this is not taken as a secret to scrub: its
-# value would mask ordinary words in the messages. The token setting itself is always scrubbed.
-_MIN_SECRET = 8
-
-
-def _vaulted(value):
-    """Whether an inventory value is Vault-encrypted (ansible-core 2.19 EncryptedString, or the older class)."""
-    return bool(getattr(value, "__ENCRYPTED__", False)) or type(value).__name__ in ("EncryptedString",
-                                                                                    "AnsibleVaultEncryptedUnicode")
-
-
-def _add_secret(found, value, always=False):
-    if isinstance(value, str) and value and (always or len(value.strip()) >= _MIN_SECRET):
-        found.add(str(value))
-
-
-def _runtime_facts(hostvars, host):
-    """Names this run set on ``host`` (set_fact, register, gathered facts): results, not settings."""
-    manager = getattr(hostvars, "_variable_manager", None)
-    names = set()
-    for cache_name in ("_nonpersistent_fact_cache", "_fact_cache"):
-        cache = getattr(manager, cache_name, None)
-        try:
-            names.update((cache.get(host) or {}).keys())
-        except Exception:  # a fact cache plugin that cannot answer: no runtime names
-            continue
-    return names
-
-
 def _unnamed_hosts(fleet):
     """Hosts without specdec_deployment_id (today's layout: spark_head + spark_workers, and single Sparks)."""
     found = set()
@@ -69,67 +37,6 @@ class ActionModule(ActionBase):
     TRANSFERS_FILES = False
     _requires_connection = False
     _scrub = None
-
-    def _scrubber(self, task_vars, hostvars, members):
-        """A scrub of the HF token in every form, for messages that quote a Jinja or library exception.
-
-        The token is looked for wherever it may come from: specdec_server_hf_token of this task and of every member
-        (when it can be evaluated), the controller's HF_TOKEN (the setting's default), and every variable of the
-        members and of this task that is Vault-encrypted or whose name looks secret (vault_hf_token: the source a
-        failing expression of the token is built from, and which its exception quotes).
-        """
-        found = set()
-        _add_secret(found, os.environ.get("HF_TOKEN"), always=True)
-        sources = [(task_vars, lambda name: self._templar.template(task_vars[name]))]
-        for host in members:
-            raw = hostvars.raw_get(host)
-            sources.append((raw, lambda name, host=host: hostvars[host][name]))
-        for variables, evaluate in sources:
-            names = list(variables.keys()) if hasattr(variables, "keys") else []
-            for name in names:
-                if name in ("hostvars", "vars", "groups", "group_names", "omit", "playbook_dir", "inventory_dir"):
-                    continue
-                token = name == TOKEN
-                try:
-                    raw_value = variables[name]
-                except Exception:  # a lazy variable that cannot even be read: nothing to learn from it
-                    continue
-                if not (token or _vaulted(raw_value) or _secrets.secret_env_name(name)):
-                    continue
-                try:
-                    value = evaluate(name)
-                except Exception:  # the failing expression itself; its message is what gets scrubbed
-                    continue
-                _add_secret(found, value, always=token)
-        return _secrets.Scrubber(sorted(found))
-
-    def _quote(self, exc):
-        """The first line of an exception's message, scrubbed of the token before it is cut to 200 characters."""
-        text = self._scrub(to_text(exc)) if self._scrub is not None else to_text(exc)
-        lines = text.splitlines() or [""]
-        return lines[0][:200]
-
-    def _play_settings(self, task_vars, specs, given, errors):
-        """specdec_server_* settings whose value for this task differs from the inventory's (and the default)."""
-        if getattr(self, "_play_cache", None) is not None:
-            return self._play_cache
-        found = {}
-        names = [n for n in _settings.known_options(specs) if n.startswith("specdec_server_")]
-        for name in names:
-            if name not in task_vars:
-                continue
-            try:
-                value = self._templar.template(task_vars[name])
-            except Exception as exc:  # an undefined variable inside a play var
-                errors.append("%s: cannot be evaluated (%s); fix its value." % (name, self._quote(exc)))
-                continue
-            if name in given and given[name] == value:
-                continue
-            if name not in given and value == _action.spec_default(name):
-                continue
-            found[name] = value
-        self._play_cache = found
-        return found
 
     @staticmethod
     def _fleet_errors(fleet, mine, play_hosts, groups, own=True):
@@ -216,32 +123,43 @@ class ActionModule(ActionBase):
             if len(play_hosts) != 1:
                 errors.append("inventory: single_spark.yml serves on one Spark but targets %s; put one host in "
                               "spark_head, pass -e single_spark_host=NAME, or use --limit." % ", ".join(play_hosts))
-        # Messages below may quote an exception (an expression that fails), which may quote the token.
-        self._scrub = self._scrubber(task_vars, hostvars, members)
+        # Every member's settings as Ansible resolved them in its own task context (sparkops.specdec.specdec_settings,
+        # registered as specdec_settings on every member before this task): the plan reads nothing else of a host.
+        published = {}
+        inventory_errors = bool(errors)
         for host in members:
-            raw = hostvars.raw_get(host)
-            runtime = _runtime_facts(hostvars, host)
-            names = [k for k in raw.keys() if not k.startswith("ansible_") and k not in runtime] if hasattr(raw, "keys") else []
-            given = {}
-            for name in names:
-                try:
-                    given[name] = hostvars[host][name]
-                except Exception as exc:  # an undefined variable inside a setting
-                    errors.append("%s on %s: cannot be evaluated (%s); fix its value." % (name, host, self._quote(exc)))
-            # specdec_server_* set for this play (play, role, include or task vars; e.g. the benchmark's sweep
-            # points) win over the inventory as Ansible's precedence says; hostvars alone would miss them.
-            for name, value in self._play_settings(task_vars, specs, given, errors).items():
-                given[name] = value
-            address = raw.get("ansible_host") if hasattr(raw, "get") else None
             try:
-                address = hostvars[host].get("ansible_host") or address
+                found = hostvars[host].get(_settings.PUBLISHED)
+            except Exception:  # a host the hostvars do not know: reported as not published below
+                found = None
+            if not (isinstance(found, dict) and isinstance(found.get("settings"), dict)):
+                if inventory_errors:  # a member outside the play (--limit): the inventory's line says so
+                    continue
+                errors.append("%s on %s: not published; run sparkops.specdec.specdec_settings on every member of the "
+                              "deployment (register: %s) before sparkops.specdec.specdec_plan."
+                              % (_settings.PUBLISHED, host, _settings.PUBLISHED))
+                continue
+            published[host] = found
+        # The token is never quoted, in any form (a message may quote a value a member's check shows).
+        self._scrub = _action.scrubber(*[v for p in published.values() for k, v in p["settings"].items()
+                                         if k == _action.TOKEN or _settings.looks_secret(k)])
+        for host, found in published.items():
+            for line in found.get("errors") or []:
+                per_host.setdefault(line, []).append(host)
+            # Names that are no setting (misspelt, removed): checked by name only.
+            given = dict({name: None for name in found.get("misnamed") or []}, **found["settings"])
+            address = None
+            try:
+                address = hostvars[host].get("ansible_host")
             except Exception:  # an unresolvable ansible_host is reported by the connection itself
                 pass
             addresses[host] = address or host
             context = {"host": host, "ansible_host": address, "topology": topology}
-            for line in _settings.check_settings(given, specs, context=context):
+            valid, problems = _settings.validate_settings(given, specs, context=context)
+            for line in problems:
                 per_host.setdefault(line, []).append(host)
-            user[host] = given
+            # Only values that passed their check, converted to the spec's type ('on' -> true, '8355' -> 8355).
+            user[host] = valid
         # A problem every member shares (a group or extra var) is reported once.
         for line, hosts in per_host.items():
             errors.append(line if len(hosts) == len(members) else "%s (on %s)" % (line, ", ".join(hosts)))
@@ -260,9 +178,10 @@ class ActionModule(ActionBase):
                     continue
                 values = {h: user.get(h, {}).get(name, defaults.get(name)) for h in members}
                 if len({repr(v) for v in values.values()}) > 1:
+                    shown = (", ".join(values) if _settings.looks_secret(name)
+                             else ", ".join("%s (%s)" % (h, v) for h, v in values.items()))
                     errors.append("%s: differs between %s; a deployment has one value, set it once for the group "
-                                  "(e.g. in group_vars/spark_nodes.yml)."
-                                  % (name, ", ".join("%s (%s)" % (h, v) for h, v in values.items())))
+                                  "(e.g. in group_vars/spark_nodes.yml)." % (name, shown))
         if topology == "two_sparks":
             ids = {}
             for host in members:
@@ -290,6 +209,9 @@ class ActionModule(ActionBase):
             if version is None:
                 errors.append("trtllm_container_trtllm_version: cannot tell the TensorRT-LLM version of %s (%s); set it "
                               "to the image's version, e.g. 1.3.0rc12." % (settings.get("trtllm_container_image"), source))
+        if errors:
+            # The plan is built from valid values only: a setting that failed its check is reported, never planned on.
+            return self._failed(result, dep["id"], {k: v for k, v in dep.items() if k != "settings"}, errors)
         commits = args.get("commits")
         if args.get("downloads") is not None:
             commits = _plan.commits_from_results(args["downloads"])

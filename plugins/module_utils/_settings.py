@@ -61,14 +61,33 @@ REMOVED = {
     'specdec_server_head_host': 'specdec_head_host',
 }
 
-# Facts the roles publish: results, never settings (a cached fact of an earlier run is no error).
+# What the roles, the playbooks and the actions publish (set_fact, register, ansible_facts): results, never settings,
+# neither checked nor passed to the plan (a cached fact of an earlier run is no error either).
+# tests/unit/test_settings_published.py keeps this list complete.
 RESULTS = (
+    'docker_group_become',
+    'fleet_deploy',
     'netplan_qsfp_fabric',
+    'preflight_plan',
+    'preflight_result',
+    'specdec_benchmark_result',
     'specdec_server_completion',
     'specdec_server_endpoint',
+    'specdec_server_firewall',
+    'specdec_server_firewall_removal',
+    'specdec_server_launch',
+    'specdec_server_plan',
     'specdec_server_state',
+    'specdec_server_state_file',
+    'specdec_server_tool_call',
+    'specdec_settings',
+    'teardown_result',
     'trtllm_container_image_info',
+    'trtllm_container_mounts',
+    'trtllm_container_previous',
 )
+# The name under which sparkops.specdec.specdec_settings' result is registered on every host, for specdec_plan.
+PUBLISHED = 'specdec_settings'
 
 # Roles whose variables do not start with "<role>_".
 ROLE_PREFIXES = {'specdec_common': 'specdec_'}
@@ -1240,13 +1259,37 @@ def _apply_bound(name, value, given):
         return []
 
 
-def check_settings(settings: dict, specs: dict, *, results=RESULTS, context=None) -> list[str]:
-    """Problems of one host's settings, one line each, sorted.
+def select_names(names, specs: dict, *, results=RESULTS) -> tuple[list[str], list[str]]:
+    """(settings, misnamed): of a host's variable names, those that are settings of the collection (to resolve and
+    check) and those that are not but would be taken for one (misspelt, removed; reported by check_settings), sorted.
+    Results (``results``), names starting with _ or ansible_ and other tools' variables are in neither."""
+    options = known_options(specs)
+    prefixes = _prefixes(specs)
+    results = set(results or ())
+    settings, misnamed = [], []
+    for name in sorted(str(n) for n in names):
+        if name in results or name.startswith(('_', 'ansible_')):
+            continue
+        if name in options and name not in REMOVED:
+            settings.append(name)
+        elif _check_name(name, options, prefixes):
+            misnamed.append(name)
+    return settings, misnamed
 
-    settings: every variable of the host as the inventory and extra vars give them (templated);
-    variables of other tools are ignored. specs: load_specs(). results: facts the roles publish
-    (never errors). context: optional {'ansible_host': management IPv4, 'host': inventory name,
-    'topology': 'two_sparks' or 'single_spark'} for the management-address rule.
+
+def check_settings(settings: dict, specs: dict, *, results=RESULTS, context=None) -> list[str]:
+    """Problems of one host's settings, one line each, sorted (validate_settings without the values)."""
+    return validate_settings(settings, specs, results=results, context=context)[1]
+
+
+def validate_settings(settings: dict, specs: dict, *, results=RESULTS, context=None) -> tuple[dict, list[str]]:
+    """(the valid settings converted to their spec's type, the problems one line each, sorted).
+
+    settings: the host's variables as Ansible resolved them (templated); variables of other tools
+    are ignored. specs: load_specs(). results: facts the roles publish (never errors). context:
+    optional {'ansible_host': management IPv4, 'host': inventory name, 'topology': 'two_sparks' or
+    'single_spark'} for the management-address rule. A setting that fails its own check is not in
+    the returned values (nothing downstream sees a value that failed), nor is an unknown name.
     """
     options = known_options(specs)
     prefixes = _prefixes(specs)
@@ -1259,7 +1302,8 @@ def check_settings(settings: dict, specs: dict, *, results=RESULTS, context=None
             continue
         if name in options and name not in REMOVED:
             if _templated(value):
-                continue  # not templated by the caller: nothing reliable to check
+                given[name] = value  # not templated by the caller: nothing reliable to check
+                continue
             coerced, problem = _check_type(name, options[name], value)
             if problem:
                 problems.append(problem)
@@ -1285,7 +1329,8 @@ def check_settings(settings: dict, specs: dict, *, results=RESULTS, context=None
     # A setting with its own problem takes no part in the rules between settings.
     effective = {k: v for k, v in effective.items() if v is not _BAD}
     problems.extend(_cross(effective, context))
-    return sorted(set(_one_line(p) for p in problems))
+    valid = {k: v for k, v in given.items() if v is not _BAD}
+    return valid, sorted(set(_one_line(p) for p in problems))
 
 
 def check_playbook_values(values: dict) -> tuple[dict, list[str]]:

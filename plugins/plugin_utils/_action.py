@@ -9,7 +9,7 @@ import os
 
 from ansible.errors import AnsibleError
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _settings
+from ansible_collections.sparkops.specdec.plugins.module_utils import _secrets, _settings
 
 _ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 _SPECS = {}
@@ -40,3 +40,55 @@ def spec_defaults():
 def spec_default(name):
     """The declared default of one setting (None when it declares none)."""
     return spec_defaults().get(name)
+
+
+# A secret-looking variable (vault_hf_token, hf_token, ...) shorter than this is not taken as a secret to scrub: its
+# value would mask ordinary words in the messages. The token setting itself is always scrubbed.
+_MIN_SECRET = 8
+TOKEN = "specdec_server_hf_token"
+_NOT_VARIABLES = ("hostvars", "vars", "groups", "group_names", "omit", "playbook_dir", "inventory_dir")
+
+
+def _vaulted(value):
+    """Whether a value is Vault-encrypted (ansible-core 2.19 EncryptedString, or the older class)."""
+    return bool(getattr(value, "__ENCRYPTED__", False)) or type(value).__name__ in ("EncryptedString",
+                                                                                    "AnsibleVaultEncryptedUnicode")
+
+
+def _add_secret(found, value, always=False):
+    if isinstance(value, str) and value and (always or len(value.strip()) >= _MIN_SECRET):
+        found.add(str(value))
+
+
+def secrets_of(templar, task_vars):
+    """The secret values of a task's variables, for a scrub of the messages that quote a Jinja or library exception.
+
+    specdec_server_hf_token, and every variable that is Vault-encrypted or whose name looks secret (vault_hf_token: the
+    source a failing expression of the token is built from, and which its exception quotes), when it can be evaluated.
+    """
+    found = set()
+    for name in list(task_vars.keys()) if hasattr(task_vars, "keys") else []:
+        if name in _NOT_VARIABLES:
+            continue
+        token = name == TOKEN
+        try:
+            raw_value = task_vars[name]
+        except Exception:  # a lazy variable that cannot even be read: nothing to learn from it
+            continue
+        if not (token or _vaulted(raw_value) or _secrets.secret_env_name(name)):
+            continue
+        try:
+            value = templar.template(raw_value)
+        except Exception:  # the failing expression itself; its message is what gets scrubbed
+            continue
+        _add_secret(found, value, always=token)
+    return found
+
+
+def scrubber(*values):
+    """A scrub of these secrets in every form, and of the controller's HF_TOKEN (the token setting's default)."""
+    found = set()
+    _add_secret(found, os.environ.get("HF_TOKEN"), always=True)
+    for value in values:
+        _add_secret(found, value, always=True)
+    return _secrets.Scrubber(sorted(found))

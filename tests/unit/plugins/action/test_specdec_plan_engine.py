@@ -4,9 +4,7 @@
 
 from __future__ import annotations
 
-import types
-
-from ansible_collections.sparkops.specdec.plugins.action import specdec_plan
+from ansible_collections.sparkops.specdec.tests.unit.plugins.action.specdec_plan_pair import action_for, published
 
 LLAMA = {"specdec_server_engine": "llamacpp", "trtllm_container_image": "sparkops-lab/llamacpp-server:0c1e57098"}
 # A llama.cpp image: no TRT_LLM_VERSION, no version label, no tensorrt_llm package, no version tag.
@@ -15,17 +13,9 @@ LLAMA_IMAGE = {"name": "sparkops-lab/llamacpp-server:0c1e57098", "id": "sha256:"
 COMMITS = {"sparkops-lab/Qwen2.5-Coder-1.5B-Instruct-GGUF": "1" * 40, "sparkops-lab/Qwen2.5-Coder-0.5B-Instruct-GGUF": "2" * 40}
 
 
-class HostVars(dict):
-    def raw_get(self, host):
-        return self[host]
-
-
 def run(settings, **args):
-    task = types.SimpleNamespace(args=dict(args), check_mode=False, diff=False, async_val=0,
-                                 action="sparkops.specdec.specdec_plan")
-    connection = types.SimpleNamespace(_shell=types.SimpleNamespace(tmpdir=None))
-    action = specdec_plan.ActionModule(task, connection, None, None, None, None)
-    hostvars = HostVars({"spark-1": dict(settings, ansible_host="192.168.250.11")})
+    action = action_for(args)
+    hostvars = published({"spark-1": dict(settings, ansible_host="192.168.250.11")})
     task_vars = {"inventory_hostname": "spark-1", "groups": {"spark_head": ["spark-1"]},
                  "ansible_play_hosts_all": ["spark-1"], "hostvars": hostvars}
     return action.run(task_vars=task_vars)

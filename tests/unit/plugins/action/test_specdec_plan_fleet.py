@@ -18,7 +18,7 @@ from ansible.template import Templar
 from ansible.vars.hostvars import HostVars
 from ansible.vars.manager import VariableManager
 
-from ansible_collections.sparkops.specdec.plugins.action import specdec_plan
+from ansible_collections.sparkops.specdec.plugins.action import specdec_plan, specdec_settings
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]
 FLEET = ROOT / "inventories" / "example" / "fleet.yml"
@@ -41,6 +41,11 @@ def plan(source, limit=None, topology="two_sparks", pattern="spark_nodes", extra
         inventory.subset(limit)
     play_hosts = [h.name for h in inventory.get_hosts(pattern)]
     assert play_hosts, (pattern, limit)
+    # Every host of the play resolves its settings in its own context first (specdec_settings, as the playbooks do).
+    for host in play_hosts:
+        variables = manager.get_vars(host=inventory.get_host(host))
+        result = specdec_settings.resolve(Templar(loader=loader, variables=variables), variables)
+        manager.set_nonpersistent_facts(host, {"specdec_settings": result})
     hostvars = HostVars(inventory=inventory, variable_manager=manager, loader=loader)
     task_vars = {"inventory_hostname": me or play_hosts[0], "groups": inventory.get_groups_dict(),
                  "ansible_play_hosts_all": play_hosts, "hostvars": hostvars}

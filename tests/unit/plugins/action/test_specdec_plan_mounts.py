@@ -55,5 +55,7 @@ def test_mounts_problem_values():
 def test_the_role_plans_with_its_mounts_before_any_other_task():
     with open(os.path.join(ROOT, "roles", "specdec_server", "tasks", "main.yml")) as handle:
         tasks = yaml.safe_load(handle)
-    first = tasks[0]["sparkops.specdec.specdec_plan"]
+    # First this node's settings are resolved (the plan reads them), then the plan, before any task that acts.
+    assert "sparkops.specdec.specdec_settings" in tasks[0] and tasks[0]["register"] == "specdec_settings"
+    first = tasks[1]["sparkops.specdec.specdec_plan"]
     assert first["mounts"].replace(" ", "") == "{{trtllm_container_mounts|default({})}}"

@@ -16,7 +16,7 @@ def run(ids):
         hosts[host] = {"trtllm_container_image": IMAGE}
         if ids.get(host):
             hosts[host]["trtllm_container_image_info"] = {"name": IMAGE, "id": ids[host]}
-    return run_pair(hosts, hidden=("trtllm_container_image_info",))
+    return run_pair(hosts)
 
 
 def test_different_image_ids_are_refused_with_both_named():

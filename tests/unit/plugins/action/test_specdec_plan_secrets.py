@@ -6,15 +6,11 @@ the token in every form. The expressions are evaluated by ansible-core's own Tem
 from __future__ import annotations
 
 import base64
-import types
 import urllib.parse
 
 import pytest
 
-from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
-
-from ansible_collections.sparkops.specdec.plugins.action import specdec_plan
+from ansible_collections.sparkops.specdec.tests.unit.plugins.action.specdec_plan_pair import action_for, published
 
 CANARY = "hf_canaryPlanQuote0123456789abcdefXYZ"
 FORMS = {
@@ -26,48 +22,12 @@ FORMS = {
 }
 
 
-def trusted(value):
-    return trust_as_template(value) if isinstance(value, str) and "{{" in value else value
-
-
-class HostVarsOf:
-    """hostvars[host][name] evaluates the host's variables with ansible-core's Templar (as HostVars does)."""
-
-    def __init__(self, templar):
-        self.templar = templar
-
-    def __getitem__(self, name):
-        return self.templar.template(self.templar.available_variables[name])
-
-    def get(self, name, default=None):
-        try:
-            return self[name]
-        except KeyError:
-            return default
-
-
-class HostVars(dict):
-    def __init__(self, hosts):
-        super().__init__()
-        self.raw = {h: {k: trusted(v) for k, v in variables.items()} for h, variables in hosts.items()}
-        for host, variables in self.raw.items():
-            self[host] = HostVarsOf(Templar(loader=DataLoader(), variables=variables))
-
-    def raw_get(self, host):
-        return self.raw[host]
-
-
 def run(hosts, play_vars=None, topology="single_spark"):
-    task = types.SimpleNamespace(args={"topology": topology}, check_mode=False, diff=False, async_val=0,
-                                 action="sparkops.specdec.specdec_plan")
-    connection = types.SimpleNamespace(_shell=types.SimpleNamespace(tmpdir=None))
-    action = specdec_plan.ActionModule(task, connection, None, DataLoader(), None, None)
-    hostvars = HostVars(hosts)
+    """Each host resolves its settings (its variables and the play's, with ansible-core's Templar), then the plan."""
+    action = action_for({"topology": topology})
     names = list(hosts)
-    task_vars = {"inventory_hostname": names[0], "hostvars": hostvars, "ansible_play_hosts_all": names,
+    task_vars = {"inventory_hostname": names[0], "hostvars": published(hosts, play_vars), "ansible_play_hosts_all": names,
                  "groups": {"spark_head": names[:1], "spark_workers": names[1:]}}
-    task_vars.update({k: trusted(v) for k, v in (play_vars or {}).items()})
-    action._templar = Templar(loader=DataLoader(), variables=task_vars)
     return action.run(task_vars=task_vars)
 
 
@@ -87,7 +47,7 @@ def test_failing_token_expression_quotes_the_token_and_is_scrubbed():
     result = run({"spark-1": {"ansible_host": "10.0.0.1", "vault_hf_token": CANARY,
                               "specdec_server_hf_token": "{{ {}[vault_hf_token] }}"}})
     assert result["failed"]
-    line = [x for x in result["msg"].splitlines() if x.startswith("- specdec_server_hf_token on spark-1: cannot be")]
+    line = [x for x in result["msg"].splitlines() if x.startswith("- specdec_server_hf_token: cannot be")]
     assert len(line) == 1, result["msg"]
     # The exception is quoted (what failed), the token is not.
     assert "has no attribute '********'" in line[0] and line[0].endswith("; fix its value.")
@@ -100,7 +60,7 @@ def test_every_form_of_the_token_in_a_quoted_exception_is_scrubbed(form):
     hosts = {"spark-1": {"ansible_host": "10.0.0.1", "specdec_server_hf_token": CANARY, "leak": FORMS[form],
                          "specdec_server_port": "{{ {}[leak] }}"}}
     result = run(hosts)
-    line = [x for x in result["msg"].splitlines() if x.startswith("- specdec_server_port on spark-1: cannot be")]
+    line = [x for x in result["msg"].splitlines() if x.startswith("- specdec_server_port: cannot be")]
     assert len(line) == 1 and "********" in line[0], result["msg"]
     assert_clean(result["msg"])
 
@@ -111,7 +71,7 @@ def test_token_is_scrubbed_before_the_quote_is_cut():
                          "specdec_server_hf_token": "{{ my_hf_token }}",
                          "specdec_server_port": "{{ {}['%s' ~ my_hf_token] }}" % ("p" * 150)}}
     result = run(hosts)
-    assert result["failed"] and "specdec_server_port on spark-1: cannot be evaluated" in result["msg"]
+    assert result["failed"] and "specdec_server_port: cannot be evaluated" in result["msg"]
     assert "hf_canary" not in result["msg"] and "hf_can" not in result["msg"]
 
 
@@ -130,7 +90,8 @@ def test_both_nodes_tokens_are_scrubbed():
              "spark-2": {"ansible_host": "10.0.0.2", "specdec_server_hf_token": CANARY,
                          "specdec_server_port": "{{ {}[specdec_server_hf_token] }}"}}
     result = run(hosts, topology="two_sparks")
-    assert "specdec_server_port on spark-2: cannot be evaluated" in result["msg"]
+    # The problem of one member only names it.
+    assert "specdec_server_port: cannot be evaluated" in result["msg"] and result["msg"].endswith("(on spark-2)")
     assert_clean(result["msg"])
 
 
