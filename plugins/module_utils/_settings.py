@@ -367,6 +367,26 @@ def _type_fix(name, spec, value):
     return _TYPE_FIX.get(kind, 'set a value of type %s' % kind)
 
 
+# An example of a value of each type, for a setting whose default makes no example (none, empty, secret, templated).
+_EXAMPLES = {'int': '8', 'float': '0.5', 'bool': 'true', 'str': '"text"', 'path': '/path/on/the/node',
+             'list': '["item"]', 'dict': '{NAME: value}'}
+
+
+def _example(name, spec):
+    """An example value of the setting: its default when that is one, else one of its type."""
+    kind = spec.get('type', 'str')
+    default = spec.get('default')
+    if default not in (None, '', [], {}) and not looks_secret(name) and not _templated(default):
+        return _fmt(default, 60)
+    if kind == 'list' and spec.get('elements') in _EXAMPLES:
+        return '[%s]' % _EXAMPLES[spec['elements']]
+    return _EXAMPLES.get(kind, '"text"')
+
+
+def _with_example(name, spec, fix):
+    return fix if 'e.g.' in fix else '%s, e.g. %s' % (fix, _example(name, spec))
+
+
 # Settings of type str with the choices auto, true and false that keep accepting a YAML boolean (they were booleans):
 # true/false become 'true'/'false', as Ansible's own argument validation turns them.
 AUTO_OR_BOOL = ('specdec_server_peer_copy', 'trtllm_container_image_peer_copy')
@@ -385,14 +405,14 @@ def _check_type(name, spec, value):
             return None, None
         default = '' if looks_secret(name) else ' ' + _fmt(spec['default'])
         return None, '%s: is null (an empty value in YAML); %s, or delete the line to use the default%s.' % (
-            name, _type_fix(name, spec, value), default)
+            name, _with_example(name, spec, _type_fix(name, spec, value)), default)
     convert = _CONVERTERS.get(kind)
     if convert is None:  # raw, jsonarg, bytes...: not used by the roles; nothing to check
         return value, None
     try:
         coerced = convert(value)
     except _Invalid as e:
-        return None, '%s: %s %s; %s.' % (name, shown, e, _type_fix(name, spec, value))
+        return None, '%s: %s %s; %s.' % (name, shown, e, _with_example(name, spec, _type_fix(name, spec, value)))
     if kind == 'list' and spec.get('elements'):
         items = []
         for index, item in enumerate(coerced, 1):
@@ -401,8 +421,9 @@ def _check_type(name, spec, value):
                     raise _Invalid('is null')
                 items.append(_CONVERTERS.get(spec['elements'], lambda v: v)(item))
             except _Invalid as e:
-                return None, '%s: item %d (%s) %s; every item must be %s.' % (
-                    name, index, _shown(name, item), e, _ARTICLE_TYPES.get(spec['elements'], spec['elements']))
+                return None, '%s: item %d (%s) %s; every item of the list must be %s, e.g. %s.' % (
+                    name, index, _shown(name, item), e, _ARTICLE_TYPES.get(spec['elements'], spec['elements']),
+                    _example(name, spec))
         coerced = items
     choices = spec.get('choices')
     if choices:

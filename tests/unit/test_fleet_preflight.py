@@ -72,7 +72,7 @@ def test_fleet_playbook_refuses_bad_settings_before_any_run(tmp_path):
         "- fleet_max_failures: -1 is out of range; set an integer of at least 0 (failed deployments the run accepts "
         "before it starts no more; null: no limit).\n"
         '- fleet_parallel: "two" is not a whole number; set an integer of at least 0 (deployments at once; 0: every '
-        "deployment at once).")
+        "deployment at once), e.g. 0.")
     assert not (tmp_path / "logs").exists() and not (tmp_path / "fleet.json").exists()
 
 

@@ -263,15 +263,16 @@ def test_bad_group_is_an_error(fake):
     ({"parallel": -2}, "fleet_parallel: -2 is out of range; set an integer of at least 0 (deployments at once; 0: every "
                        "deployment at once)."),
     ({"parallel": "two"}, 'fleet_parallel: "two" is not a whole number; set an integer of at least 0 (deployments at '
-                          'once; 0: every deployment at once).'),
+                          'once; 0: every deployment at once), e.g. 0.'),
     ({"max_failures": "some"}, 'fleet_max_failures: "some" is not a whole number; set an integer of at least 0 (failed '
-                               'deployments the run accepts before it starts no more; null: no limit).'),
+                               'deployments the run accepts before it starts no more; null: no limit), e.g. 8.'),
     ({"max_failures": -1}, "fleet_max_failures: -1 is out of range; set an integer of at least 0 (failed deployments "
                            "the run accepts before it starts no more; null: no limit)."),
     ({"deployments": "pair-a"}, 'fleet_deployments: "pair-a" is a string, not a list; write a YAML list, e.g. '
                                 '["pair-a"].'),
-    ({"deployments": ["pair-a", None]}, "fleet_deployments: item 2 (null) is null; every item must be a string."),
-    ({"hosts": ["spark-1"]}, 'fleet_hosts: ["spark-1"] is a list, not text; set a quoted string.'),
+    ({"deployments": ["pair-a", None]}, "fleet_deployments: item 2 (null) is null; every item of the list must be a string, "
+                                        'e.g. ["text"].'),
+    ({"hosts": ["spark-1"]}, 'fleet_hosts: ["spark-1"] is a list, not text; set a quoted string, e.g. "spark_nodes".'),
     ({"log_dir": " "}, "fleet_log_dir: is empty; set a directory for the runs' output, e.g. specdec-fleet-logs."),
     ({"report_path": ""}, "fleet_report_path: is empty; set a file name for the JSON report, e.g. specdec-fleet.json."),
 ])

@@ -143,7 +143,7 @@ NEGATIVE_CASES = [
      'is not a netplan file'),
     ('take-over-not-bool', {'netplan_qsfp_take_over': 'replace'}, 'netplan_qsfp_take_over', 'is not a boolean'),
     ('apply-not-bool', {'netplan_qsfp_apply': 'yes please'}, 'netplan_qsfp_apply',
-     '"yes please" is not a boolean; set true or false.'),
+     '"yes please" is not a boolean; set true or false, e.g. false.'),
     ('apply-two', {'netplan_qsfp_apply': 2}, 'netplan_qsfp_apply', '2 is not a boolean'),
     ('apply-method-nmcli', {'netplan_qsfp_apply_method': 'nmcli'}, 'netplan_qsfp_apply_method',
      'is not one of netplan, ip'),
@@ -275,7 +275,7 @@ NEGATIVE_CASES = [
     ('target-revision-empty', {'specdec_server_target_revision': ''}, 'specdec_server_target_revision',
      'is not a revision; set a branch, tag or commit without spaces'),
     ('target-revision-null', {'specdec_server_target_revision': None}, 'specdec_server_target_revision',
-     'is null (an empty value in YAML); set a quoted string, or delete the line to use the default "main"'),
+     'is null (an empty value in YAML); set a quoted string, e.g. "main", or delete the line to use the default "main"'),
     ('draft-id-bad', {'specdec_server_draft_model': 'bad id/with spaces'}, 'specdec_server_draft_model',
      'is not a Hugging Face model id'),
     ('draft-id-git', {'specdec_server_draft_model': 'nvidia/Qwen3-235B-A22B-Eagle3.git'}, 'specdec_server_draft_model',
@@ -325,7 +325,7 @@ NEGATIVE_CASES = [
     ('extra-args-string', {'specdec_server_extra_args': '--foo'}, 'specdec_server_extra_args',
      'is a string, not a list; write a YAML list, e.g. ["--foo"]'),
     ('extra-args-mapping-item', {'specdec_server_extra_args': [{'--log_level': 'info'}]}, 'specdec_server_extra_args',
-     'item 1 ({"--log_level": "info"}) is a mapping, not text; every item must be a string'),
+     'item 1 ({"--log_level": "info"}) is a mapping, not text; every item of the list must be a string'),
     ('server-env-key', {'specdec_server_env': {'TRT LLM': '1'}}, 'specdec_server_env',
      'is not an environment variable name'),
     ('return-perf-metrics-not-bool', {'specdec_server_return_perf_metrics': 'maybe'},
@@ -909,7 +909,7 @@ def test_load_specs_reads_every_role(tmp_path):
         'for the settings.']
     assert _settings.check_settings({'specdec_q': 1}, specs)[0].startswith('specdec_q: not a setting')
     assert _settings.check_settings({'alpha_x': 'three'}, specs) == [
-        'alpha_x: "three" is not a whole number; set a whole number.']
+        'alpha_x: "three" is not a whole number; set a whole number, e.g. 8.']
 
 
 def test_load_specs_of_this_collection():
