@@ -372,10 +372,20 @@ _EXAMPLES = {'int': '8', 'float': '0.5', 'bool': 'true', 'str': '"text"', 'path'
              'list': '["item"]', 'dict': '{NAME: value}'}
 
 
+# Examples of settings that declare no default (the preset or the deployment decides): a value the runbooks use.
+_NO_DEFAULT_EXAMPLES = {'specdec_server_port': 8355, 'specdec_server_max_draft_len': 3, 'specdec_server_tp_size': 2,
+                        'specdec_server_max_batch_size': 1, 'specdec_server_max_num_tokens': 1024,
+                        'specdec_server_ctx_size': 4096, 'specdec_server_threads': 8,
+                        'specdec_server_kv_cache_free_gpu_memory_fraction': 0.9, 'fleet_max_failures': 1,
+                        'specdec_benchmark_restart_seconds': 900}
+
+
 def _example(name, spec):
     """An example value of the setting: its default when that is one, else one of its type."""
     kind = spec.get('type', 'str')
     default = spec.get('default')
+    if default is None:
+        default = _NO_DEFAULT_EXAMPLES.get(name)
     if default not in (None, '', [], {}) and not looks_secret(name) and not _templated(default):
         return _fmt(default, 60)
     if kind == 'list' and spec.get('elements') in _EXAMPLES:

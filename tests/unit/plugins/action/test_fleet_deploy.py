@@ -265,7 +265,7 @@ def test_bad_group_is_an_error(fake):
     ({"parallel": "two"}, 'fleet_parallel: "two" is not a whole number; set an integer of at least 0 (deployments at '
                           'once; 0: every deployment at once), e.g. 0.'),
     ({"max_failures": "some"}, 'fleet_max_failures: "some" is not a whole number; set an integer of at least 0 (failed '
-                               'deployments the run accepts before it starts no more; null: no limit), e.g. 8.'),
+                               'deployments the run accepts before it starts no more; null: no limit), e.g. 1.'),
     ({"max_failures": -1}, "fleet_max_failures: -1 is out of range; set an integer of at least 0 (failed deployments "
                            "the run accepts before it starts no more; null: no limit)."),
     ({"deployments": "pair-a"}, 'fleet_deployments: "pair-a" is a string, not a list; write a YAML list, e.g. '
