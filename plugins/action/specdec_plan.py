@@ -24,6 +24,8 @@ _ARGS = frozenset(("topology", "commits", "downloads", "image", "state", "server
 # Settings that must be the same on every member of a deployment (the server's and the shared
 # facts, and the image: TP=2 needs one config and one engine on every rank).
 _SAME_ON_ALL = ("specdec_", "trtllm_container_image", "trtllm_container_trtllm_version")
+
+
 def _unnamed_hosts(fleet):
     """Hosts without specdec_deployment_id (today's layout: spark_head + spark_workers, and single Sparks)."""
     found = set()

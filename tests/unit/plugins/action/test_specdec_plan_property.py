@@ -64,7 +64,7 @@ def no_env_token(monkeypatch):
 
 
 def test_every_option_is_tried():
-    assert {name for name, _ in CASES} == {n for n, s in OPTIONS.items() if s.get("type", "str") in TYPE_WORDS}
+    assert {name for name, sample in CASES} == {n for n, s in OPTIONS.items() if s.get("type", "str") in TYPE_WORDS}
     assert len(CASES) > 4 * len(OPTIONS)
 
 
