@@ -25,13 +25,18 @@ description:
     one pair (C(--limit) to the pair's group), and C(playbooks/fleet.yml) (M(sparkops.specdec.fleet_deploy)) runs one
     such run per deployment. With O(topology=single_spark) the member is the one host
     of the play, and the deployment id its C(specdec_deployment_id), else its name.
-  - Checks every variable each member node was given (inventory, group and host vars, extra vars) against the
+  - Reads each member's settings as M(sparkops.specdec.specdec_settings) resolved them on that member (registered as
+    C(specdec_settings) on every member before this task), so every precedence level counts (role defaults, inventory,
+    group and host vars, play C(vars:), role, include and task vars, extra vars); it reads no other variable of a host
+    but C(ansible_host), C(ansible_user) and the engine image's facts. A member without them is one line.
+  - Checks every setting of each member against the
     collection's roles (C(meta/argument_specs.yml)) for unknown or misspelt names under every prefix, near-miss prefixes,
     removed names (with the one that replaces them), types, choices, bounds, model ids, paths, IPv4 subnets. Then checks
     the deployment as a whole (one value per setting on every member, method vs draft model vs topology, tensor
     parallel size vs node count, settings given twice, fabric addresses unique and off the management network).
-  - Every problem is one line naming the setting, the problem and the fix; the task fails listing them, and nothing
-    is changed on any host.
+  - Every problem is one line naming the setting, the problem and the fix (a value of the wrong type also gets an
+    example); the task fails listing them, and nothing is changed on any host. The plan is built from valid values
+    only, converted to their spec's type (C(on) or C('1') for a bool is true, C('8355') for an int is 8355).
   - Builds the plan (see RV(plan)), that is the C(extra-llm-api-config.yml) content with the key spelling of the image's
     TensorRT-LLM version, the C(trtllm-serve) argv, the rank environment, the models and revisions, the draft
     location, the port and the endpoint.
@@ -117,6 +122,11 @@ seealso:
 """
 
 EXAMPLES = r"""
+- name: Resolve the settings of every node of the play (before the plan)
+  sparkops.specdec.specdec_settings:
+  no_log: true
+  register: specdec_settings
+
 - name: Check the inventory of a two-Spark deployment (no host is contacted)
   sparkops.specdec.specdec_plan:
     topology: two_sparks
