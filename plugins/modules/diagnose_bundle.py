@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: diagnose_bundle
 short_description: Write the support bundle of every node into one tarball on the controller (0600)
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - An action plugin, run on the controller with C(run_once); it contacts no host. C(playbooks/diagnose.yml) collects
     each node's items with M(sparkops.specdec.diagnose_facts) and this action writes them, with the controller's

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: diagnose_facts
 short_description: Collect one node's support-bundle items, read-only, with secrets removed
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Read-only collection of C(playbooks/diagnose.yml), run on every node (with C(become), to read the netplan file and
     use Docker). Nothing on the node is changed; check mode runs the same way.

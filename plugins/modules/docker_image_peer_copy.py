@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: docker_image_peer_copy
 short_description: Copy a Docker image from a peer node over SSH, verified by its image id
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Runs on the node that receives (the worker of a pair), after the sender (the head) pulled or loaded O(name).
   - When this node already holds an image under O(name), nothing happens (C(changed) V(false)); it is never replaced,

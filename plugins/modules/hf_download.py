@@ -184,6 +184,7 @@ options:
       - If it cannot be written when the run starts, the module fails (C(error_kind) V(not_writable),
         V(disk_full) or V(invalid_option)); later write errors only produce a warning.
     type: path
+    version_added: 0.2.0
 notes:
   - "Errors name the problem and the fix. The C(error_kind) of the failure is one of:
     C(gated) (gated repository without access: request access to the repository on the Hub, then re-run),
@@ -337,6 +338,7 @@ bytes_reused:
   returned: success
   type: int
   sample: 4294967296
+  version_added: 0.2.0
 bytes_total:
   description: Total size in bytes of the selected files.
   returned: success

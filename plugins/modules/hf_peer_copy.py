@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: hf_peer_copy
 short_description: Copy a downloaded Hugging Face snapshot from a peer node over SSH, verified by size and sha256
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Runs on the node that receives (the worker of a pair). O(manifest) is the registered result of
     M(sparkops.specdec.hf_peer_manifest) on the node that downloaded the model (the head).

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: hf_peer_manifest
 short_description: List a downloaded Hugging Face snapshot with sizes and sha256, for a peer to copy and verify
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Read-only, on the node that downloaded the model (the head of a pair). Reads the file listing that
     M(sparkops.specdec.hf_download) recorded for O(commit), selects the files as O(allow_patterns) /

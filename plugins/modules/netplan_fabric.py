@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: netplan_fabric
 short_description: Static addresses on the ConnectX-7 QSFP pair of a DGX Spark, with a management guard, checkpoint and rollback
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Runs on the node, as root (C(become)). One call of O(state=present) plans the netplan file for the two logical
     interfaces of the cabled QSFP port, checks that the change cannot touch the management connection, records a

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: secret_scan
 short_description: Search a host's files for every form of a secret (leak audit), read-only
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Searches every regular file under O(paths) and every file matching O(globs) for every form of the O(secrets) and
     says which form was found where. Forms (module_utils C(_secrets.py)) by kind are V(raw) (the value, its stripped

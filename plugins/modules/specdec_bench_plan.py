@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: specdec_bench_plan
 short_description: Check the benchmark's settings and plan its next round (block-randomised schedule and time estimate)
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - An action plugin, run on the controller; it contacts no host. The C(specdec_benchmark) role calls it before
     each round and acts on its RV(segments).

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: specdec_bench_report
 short_description: Turn benchmark runs into figures, the tuner's pick and a report (JSON, CSV, Markdown, PNG) on the controller
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - An action plugin, run on the controller; it contacts no host. It reads the registered results of
     M(sparkops.specdec.specdec_loadgen), one per run, and computes per run the output tokens/s (total output tokens

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: specdec_loadgen
 short_description: Stream chat completions at a fixed concurrency and record per-request timings and the server's counters
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - "The load generator of the speculative-decoding benchmark. Runs on the node that serves the endpoint (the
     presets bind the server to C(localhost), so the controller often cannot reach it) and sends

@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: specdec_status_facts
 short_description: Read one node's serving status (container, server process, state files, health, model, counters)
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - Read-only fact gathering of C(playbooks/status.yml), run on every node. Nothing on the node changes, in check mode
     or not; M(sparkops.specdec.specdec_status_report) merges the nodes into one row per deployment on the controller.

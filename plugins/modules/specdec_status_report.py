@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: specdec_status_report
 short_description: Merge every node's status into one row per deployment, a table, a JSON file and a summary (controller-side)
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - An action plugin, run on the controller with C(run_once); it contacts no host. C(playbooks/status.yml) reads every
     node with M(sparkops.specdec.specdec_status_facts) (unreachable nodes ignored there) and this action merges them.

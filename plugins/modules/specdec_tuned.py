@@ -9,7 +9,7 @@ DOCUMENTATION = r"""
 ---
 module: specdec_tuned
 short_description: Record (or remove) the tuner's pick in a deployment's state file
-version_added: 0.3.0
+version_added: 0.2.0
 description:
   - The state file of a deployment (C(<specdec_state_dir>/deployments/<id>.json) on each node, written by the
     C(specdec_server) role) keeps the launch spec that runs. This module sets or removes its C(tuned) key, the
