@@ -49,7 +49,9 @@ def node_items(nodes, results):
     out, errors = {}, {}
     for node in nodes:
         got = results.get(node)
-        if not isinstance(got, dict) or not isinstance(got.get("items"), dict):
+        # node_items; items is its deprecated name (removed in 1.0.0).
+        collected = got.get("node_items", got.get("items")) if isinstance(got, dict) else None
+        if not isinstance(collected, dict):
             out[node] = None
             if isinstance(got, dict) and got.get("msg"):
                 errors[node] = to_text(got["msg"]).splitlines()[0]
@@ -58,7 +60,7 @@ def node_items(nodes, results):
             else:
                 errors[node] = "no result from the node (unreachable or failed before diagnose_facts)"
             continue
-        out[node] = got["items"]
+        out[node] = collected
     return out, errors
 
 

@@ -30,14 +30,17 @@ def secrets_of(value):
 
 
 def redact_result(raw, secrets):
-    """The module's result with secrets removed: items, missing and msg; count of values replaced."""
+    """The module's result with secrets removed: node_items (and its deprecated name items, removed in 1.0.0),
+    missing and msg; count of values replaced."""
     redactor = _secrets.Redactor(secrets)
     out = {"changed": False}
-    items = redactor.data(raw.get("items") or {})
+    raw_items = raw.get("node_items", raw.get("items")) or {}
+    items = redactor.data(raw_items)
+    out["node_items"] = items
     out["items"] = items
     out["missing"] = ["%s (%s)" % (name, got.get("reason", "")) for name, got in sorted(items.items())
                       if isinstance(got, dict) and got.get("status") == "missing"]
-    before = json.dumps(raw.get("items") or {}).count(_secrets.MASK)
+    before = json.dumps(raw_items).count(_secrets.MASK)
     out["redacted"] = max(json.dumps(items).count(_secrets.MASK) - before, 0)
     if raw.get("failed"):
         out["failed"] = True

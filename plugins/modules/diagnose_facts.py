@@ -18,7 +18,7 @@ description:
     values of secret-looking names (C(HF_TOKEN), C(*_PASSWORD), C(API_KEY), ... in mappings, C(NAME=value) strings
     such as C(Config.Env), and C(key: value) / C(KEY=value) lines), any C(Bearer)/C(Basic) credential and the password
     of C(scheme://user:password@) URLs. The secrets are never sent to the node."
-  - "Items (RV(items) keys): C(os) (/etc/os-release, uname, /proc/version), C(docker_version) (docker version),
+  - "Items (RV(node_items) keys): C(os) (/etc/os-release, uname, /proc/version), C(docker_version) (docker version),
     C(docker_info) (docker info), C(nvidia_runtime) (nvidia runtimes in docker info, C(nvidia-ctk --version),
     C(nvidia-smi -L)), C(container_inspect) (docker container inspect O(container)), C(container_env) (its NCCL_,
     UCX_, OMPI_ and PMIX_ variables), C(container_log) (docker logs --tail O(log_lines)), C(netplan) (the
@@ -79,13 +79,17 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-items:
+node_items:
   description:
     - Item name -> C(status) (V(ok), V(missing) or V(error)), C(reason) (why missing or failed, one line), C(source)
       (the command or path), C(format) (V(json), V(text) or V(dir)) and C(content) (JSON data, text, or for V(dir)
       file name -> text or data). Secrets removed.
+    - The same mapping is also returned as C(items), which is deprecated and will be removed in 1.0.0 (a key named
+      C(items) cannot be read with dot notation in Jinja, where it is the mapping's C(items) method); read
+      RV(node_items).
   returned: always
   type: dict
+  version_added: 0.2.0
   sample:
     ibdev2netdev: {status: missing, reason: "ibdev2netdev: command not found", source: ibdev2netdev, format: text,
                    content: null}
@@ -267,7 +271,8 @@ def main():
                              "(sparkops.specdec.diagnose_facts), which removes them on the controller.")
     items = collect(module, params)
     missing = ["%s (%s)" % (name, got["reason"]) for name, got in items.items() if got["status"] == "missing"]
-    module.exit_json(changed=False, items=items, missing=missing, redacted=0)
+    # items: the deprecated name of node_items (removed in 1.0.0).
+    module.exit_json(changed=False, node_items=items, items=items, missing=missing, redacted=0)
 
 
 if __name__ == "__main__":

@@ -162,6 +162,19 @@ def test_execution_environment_matches_the_collection(introspected):
     assert "docker" in by_source[("python", "community.docker")]
 
 
+def test_the_ee_installs_no_ansible_package(introspected):
+    """The collections come from Galaxy (requirements.yml): the whole `ansible` package (hundreds of collections)
+    is not pip-installed on top of them, neither by the EE's own requirements nor by a collection's."""
+    by_source = introspected[1]
+    packages = {Requirement(line).name.lower() for (kind, _source), lines in by_source.items() if kind == "python"
+                for line in lines}
+    assert "ansible" not in packages
+    assert "ansible" not in requirements(pip_lines(ROOT / "requirements.txt"))
+    definition = yaml.safe_load((ROOT / "execution-environment.yml").read_text())
+    assert "ansible" not in requirements(pip_lines(ROOT / definition["dependencies"]["python"]))
+    assert definition["dependencies"]["galaxy"] == "requirements.yml"
+
+
 def test_context_copies_the_collections_files(tmp_path):
     builder("create", "-f", "execution-environment.yml", "-c", str(tmp_path / "c"), cwd=ROOT)
     for name in ("requirements.txt", "requirements.yml", "bindep.txt"):
@@ -188,7 +201,8 @@ def test_a_dependency_added_to_galaxy_yml_only_fails(tmp_path):
 def test_a_python_requirement_the_ee_lacks_fails(tmp_path):
     root = copy_collection(tmp_path)
     definition = yaml.safe_load((root / "execution-environment.yml").read_text())
-    (root / "ee-python.txt").write_text("ansible-core>=2.19,<2.21\n")
+    core = [line for line in pip_lines(root / "requirements.txt") if Requirement(line).name == "ansible-core"]
+    (root / "ee-python.txt").write_text("\n".join(core) + "\n")
     definition["dependencies"]["python"] = "ee-python.txt"
     (root / "execution-environment.yml").write_text(yaml.safe_dump(definition))
     problems = ee_problems(root, tmp_path / "work")[0]

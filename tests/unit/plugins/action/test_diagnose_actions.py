@@ -29,7 +29,7 @@ def raw_result(token):
     items = node_items(token)
     # Every form of the issue's list somewhere in what the node returned.
     items["container_log"]["content"] += "\n".join(_forms(token).values())
-    return {"changed": False, "items": items, "missing": []}
+    return {"changed": False, "node_items": items, "items": items, "missing": []}
 
 
 def test_diagnose_facts_runs_the_module_without_secrets_and_redacts(tmp_path):
@@ -41,7 +41,9 @@ def test_diagnose_facts_runs_the_module_without_secrets_and_redacts(tmp_path):
     assert sent["module_args"] == {"container": "trtllm-multinode", "log_lines": 10}
     text = json.dumps(result)
     assert not _leaks(text, CANARY) and not _secrets.Finder([CANARY]).find(text)
-    assert result["items"]["container_inspect"]["content"]["Config"]["Env"] == ["HF_TOKEN=********", "NCCL_IB_HCA=mlx5_0"]
+    assert result["node_items"]["container_inspect"]["content"]["Config"]["Env"] == ["HF_TOKEN=********", "NCCL_IB_HCA=mlx5_0"]
+    # items: node_items' deprecated name (removed in 1.0.0), redacted alike.
+    assert result["items"] == result["node_items"]
     assert result["missing"] == ["ibdev2netdev (ibdev2netdev: command not found)",
                                  "nvidia_runtime (no nvidia runtime in docker info, no nvidia-ctk or nvidia-smi)"]
     assert result["redacted"] >= len(_forms(CANARY)) and result["changed"] is False and "failed" not in result
@@ -51,7 +53,7 @@ def test_diagnose_facts_failures_and_unreachable_are_scrubbed():
     action = make(diagnose_facts.ActionModule, {"secrets": CANARY})
     action._execute_module = mock.MagicMock(return_value={"failed": True, "msg": "boom Bearer %s" % CANARY})
     result = action.run(task_vars={})
-    assert result["failed"] is True and CANARY not in json.dumps(result) and result["items"] == {}
+    assert result["failed"] is True and CANARY not in json.dumps(result) and result["node_items"] == {}
     action._execute_module = mock.MagicMock(return_value={"unreachable": True, "msg": "ssh: %s" % CANARY})
     result = action.run(task_vars={})
     assert result["unreachable"] is True and CANARY not in result["msg"]
@@ -173,3 +175,10 @@ def test_secret_find_filter_errors():
         secret_find({"a": "b"}, [])
     with pytest.raises(AnsibleFilterError, match="mapping"):
         secret_find("text", [CANARY])
+
+
+def test_diagnose_bundle_reads_node_items_and_its_deprecated_name():
+    got = {"os": {"status": "ok"}}
+    out, errors = diagnose_bundle.node_items(["a", "b", "c"], {"a": {"node_items": got}, "b": {"items": got}, "c": {}})
+    assert out == {"a": got, "b": got, "c": None}
+    assert errors == {"c": "no result from the node (unreachable or failed before diagnose_facts)"}

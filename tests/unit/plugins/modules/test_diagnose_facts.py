@@ -60,8 +60,10 @@ def test_collects_every_item_read_only(node, state):
         (lambda a: a[:2] == ["ip", "-j"], (0, json.dumps([{"ifname": "lo"}]), "")),
     ]
     out = run({"state_dir": str(sd), "netplan_files": [str(netplan), "/nonexistent/other.yaml"], "log_lines": 3})
-    items = out["items"]
+    items = out["node_items"]
     assert out["changed"] is False and set(items) == set(diagnose_facts._diagnose.ITEMS)
+    # items: node_items' deprecated name (removed in 1.0.0), the same mapping meanwhile.
+    assert out["items"] == items
     assert {n for n, i in items.items() if i["status"] == "ok"} == set(items) - {"nvidia_runtime", "ibdev2netdev"}
     assert out["missing"] == ["nvidia_runtime (no nvidia runtime in docker info, no nvidia-ctk or nvidia-smi)",
                               "ibdev2netdev (ibdev2netdev: command not found)"]
@@ -84,7 +86,7 @@ def test_a_node_without_container_docker_programs_or_files(node, tmp_path):
     node.bins = {"docker"}
     node.outputs = [(lambda a: a[:3] == ["docker", "container", "inspect"], (1, "[]", "Error: No such container: trtllm-multinode"))]
     out = run({"state_dir": str(tmp_path / "none"), "netplan_files": [str(tmp_path / "absent.yaml")]})
-    items = out["items"]
+    items = out["node_items"]
     for name in ("container_inspect", "container_env", "container_log", "netplan", "ibdev2netdev", "ip_addr", "hostfile",
                  "server_log", "state", "nvidia_runtime"):
         assert items[name]["status"] == "missing", (name, items[name])
@@ -100,7 +102,7 @@ def test_nvidia_runtime_present(node, tmp_path):
         (lambda a: a[0] == "nvidia-ctk", (0, "NVIDIA Container Toolkit CLI version 1.17.8\n", "")),
     ]
     out = run({"state_dir": str(tmp_path)})
-    got = out["items"]["nvidia_runtime"]
+    got = out["node_items"]["nvidia_runtime"]
     assert got["status"] == "ok" and got["content"]["docker_runtimes"] == ["nvidia", "runc"]
     assert "1.17.8" in got["content"]["nvidia-ctk"]
 
