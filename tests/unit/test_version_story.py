@@ -102,3 +102,48 @@ def test_docs_state_the_same_ranges():
             assert SpecifierSet(spec.replace(" ", "")) == wanted[name], (path.name, name, spec)
     # The docs do state the ansible-core range.
     assert any(name == "ansible-core" for _path, name, _spec in found)
+
+
+def released():
+    """version -> set of modules and set of roles changelogs/changelog.yaml lists as new in that release."""
+    changes = yaml.safe_load((ROOT / "changelogs" / "changelog.yaml").read_text())
+    out = {}
+    for version, release in (changes.get("releases") or {}).items():
+        modules = {m["name"] for m in (release.get("modules") or [])}
+        roles = {r["name"] for r in ((release.get("objects") or {}).get("role") or [])}
+        out[str(version)] = (modules, roles)
+    return out
+
+
+def version_added_of_modules():
+    out = {}
+    for path in sorted((ROOT / "plugins" / "modules").glob("*.py")):
+        text = path.read_text()
+        doc = yaml.safe_load(text.split('DOCUMENTATION = r"""', 1)[1].split('"""', 1)[0])
+        out[path.stem] = str(doc["version_added"])
+    return out
+
+
+def version_added_of_roles():
+    out = {}
+    for path in sorted((ROOT / "roles").glob("*/meta/argument_specs.yml")):
+        main = yaml.safe_load(path.read_text())["argument_specs"]["main"]
+        out[path.parent.parent.name] = str(main.get("version_added"))
+    return out
+
+
+def test_version_added_is_the_first_release_that_ships_it():
+    """A module's or role's version_added is the release whose changelog lists it as new, or, for one not released
+    yet, galaxy.yml's version (the next release). No version from the future, none from a release that did not
+    ship it."""
+    releases = released()
+    galaxy = str(yaml.safe_load((ROOT / "galaxy.yml").read_text())["version"])
+    for kind, added, index in (("module", version_added_of_modules(), 0), ("role", version_added_of_roles(), 1)):
+        for name, version in sorted(added.items()):
+            listed = sorted(v for v, lists in releases.items() if name in lists[index])
+            if version in releases:
+                assert listed == [version], (kind, name, version, listed)
+            else:
+                assert version == galaxy and listed == [], (kind, name, version, galaxy, listed)
+        for version, lists in releases.items():
+            assert sorted(lists[index] - set(added)) == [], ("listed but absent", kind, version)
