@@ -83,6 +83,25 @@ preflight: lab-up  ## preflight checks on the lab (report in preflight-report.js
 ee: venv  ## the execution environment's build context in .build/ee (ansible-builder build needs registries these machines lack)
 	$(BIN)/ansible-builder create -f execution-environment.yml -c .build/ee
 
+# The unit tests on the newest supported ansible-core (requirements.txt's range, its last minor; `make units` runs
+# them on .venv's, the oldest). ansible-core 2.20+ needs Python 3.12+: NEWEST_PYTHON (pyenv's 3.12 here).
+# The `ansible` package NEWEST_ANSIBLE brings ansible-core NEWEST_CORE (tests/unit/test_version_story.py).
+NEWEST_CORE := 2.21
+NEWEST_ANSIBLE := 14
+NEWEST_PYTHON ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.1[23]*/bin/python3) $(shell command -v python3.12 python3.13))
+NEWEST := $(CURDIR)/.build/venv-core-$(NEWEST_CORE)
+$(NEWEST)/bin/ansible-playbook: requirements.txt requirements-test.txt
+	@[ -n "$(NEWEST_PYTHON)" ] || { echo "units-newest: no Python 3.12+ found; set NEWEST_PYTHON"; exit 1; }
+	$(NEWEST_PYTHON) -m venv $(NEWEST)
+	$(NEWEST)/bin/pip install --quiet --upgrade pip
+	$(NEWEST)/bin/pip install --quiet -r requirements-test.txt 'ansible-core==$(NEWEST_CORE).*' 'ansible==$(NEWEST_ANSIBLE).*'
+	touch $@
+
+.PHONY: units-newest
+units-newest: link $(NEWEST)/bin/ansible-playbook  ## pytest unit tests on the newest supported ansible-core (own venv in .build)
+	$(NEWEST)/bin/ansible --version | head -1
+	PATH=$(NEWEST)/bin:$$PATH $(NEWEST)/bin/python -m pytest -q tests/unit
+
 lint: deps docs-check  ## generated files up to date (docs-check), then ansible-lint, production profile
 	$(BIN)/ansible-lint
 
