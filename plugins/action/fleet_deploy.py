@@ -18,9 +18,11 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 from ansible import context
 from ansible.errors import AnsibleError
+from ansible.parsing.splitter import parse_kv
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _fleet, _settings
@@ -45,16 +47,36 @@ def _ansible_playbook(given):
     return shutil.which("ansible-playbook") or "ansible-playbook"
 
 
-def _run(argv, dep, log_dir, check):
-    """Run one deployment's playbook; its JSON output and stderr are kept in log_dir/<id>.json and .stderr."""
+def _vars_text(item):
+    """The text of a vars file that holds what an inline --extra-vars value holds: YAML or JSON text as given (the
+    child loads it as ansible-playbook loads that text), key=value pairs as JSON strings (what parse_kv makes of them)."""
+    if item[:1] in ("{", "["):
+        return item
+    return json.dumps({str(k): str(v) for k, v in parse_kv(item).items()}, sort_keys=True) + "\n"
+
+
+def _run(ansible_playbook, dep, cli, log_dir, check):
+    """Run one deployment's playbook; its JSON output and stderr are kept in log_dir/<id>.json and .stderr.
+
+    Inline extra vars reach the run in 0600 files of a private directory (mode 0700, made for this run and removed
+    when it ends, whatever the outcome), never on its command line (public, ``ps``)."""
     out_path = os.path.join(log_dir, "%s.json" % dep["id"])
     err_path = os.path.join(log_dir, "%s.stderr" % dep["id"])
     env = dict(os.environ, **_CHILD_ENV)
     started = datetime.datetime.now(datetime.timezone.utc)
     # 0600: a run's results are censored where a task says no_log, but they are the deployment's own business.
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-    with os.fdopen(os.open(out_path, flags, 0o600), "wb") as out, os.fdopen(os.open(err_path, flags, 0o600), "wb") as err:
-        rc = subprocess.call(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
+    vars_dir = tempfile.mkdtemp(prefix="specdec-fleet-vars.")
+    try:
+        for path, item in _fleet.vars_files(cli, vars_dir):
+            with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as handle:
+                handle.write(_vars_text(item))
+        argv = _fleet.run_argv(ansible_playbook, _PLAYBOOK_DIR, dep, cli, vars_dir)
+        with os.fdopen(os.open(out_path, flags, 0o600), "wb") as out, \
+                os.fdopen(os.open(err_path, flags, 0o600), "wb") as err:
+            rc = subprocess.call(argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL, env=env)
+    finally:
+        shutil.rmtree(vars_dir, ignore_errors=True)
     ended = datetime.datetime.now(datetime.timezone.utc)
     seconds = (ended - started).total_seconds()
     with open(out_path, "rb") as f:
@@ -130,15 +152,11 @@ class ActionModule(ActionBase):
         cli = dict(context.CLIARGS)
         cli["check"] = check
         cli["diff"] = bool(self._task.diff if self._task.diff is not None else cli.get("diff"))
-        argvs = {}
         if not errors:
-            ansible_playbook = _ansible_playbook(args.get("ansible_playbook"))
-            for dep in deployments:
-                try:
-                    argvs[dep["id"]] = _fleet.run_argv(ansible_playbook, _PLAYBOOK_DIR, dep, cli)
-                except ValueError as exc:
-                    errors.append(str(exc))
-                    break
+            try:
+                _fleet.check_prompts(cli)
+            except ValueError as exc:
+                errors.append(str(exc))
         result["changed"] = False
         result["deployments"] = []
         if errors:
@@ -148,8 +166,9 @@ class ActionModule(ActionBase):
 
         os.makedirs(log_dir, exist_ok=True)
         workers = min(parallel or len(deployments), len(deployments))
+        ansible_playbook = _ansible_playbook(args.get("ansible_playbook"))
         outcomes = _run_all(deployments, workers, max_failures,
-                            lambda dep: _run(argvs[dep["id"]], dep, log_dir, check))
+                            lambda dep: _run(ansible_playbook, dep, cli, log_dir, check))
         summary = _fleet.verdict(outcomes)
         report = {"deployments": outcomes, "serving": summary["serving"], "not_serving": summary["not_serving"],
                   "not_run": summary["not_run"], "max_failures": max_failures,

@@ -265,24 +265,56 @@ def select(fleet, wanted, hosts):
     return pool, errors
 
 
-def run_argv(ansible_playbook, playbook_dir, dep, cli):
+def check_prompts(cli):
+    """Raises ValueError (one line) for an option of the fleet run that prompts, which a run in the background cannot
+    answer."""
+    for key, flag, instead in _PROMPTS:
+        if (cli or {}).get(key):
+            raise ValueError("%s: the runs of the deployments cannot prompt; use %s instead." % (flag, instead))
+
+
+def _inline(item):
+    """Whether an --extra-vars value is given inline (key=value, YAML or JSON text), not as an @file."""
+    return bool(item) and not str(item).startswith("@")
+
+
+def vars_files(cli, vars_dir):
+    """The private vars files of one deployment's run: ``[(path, value)]``, one per inline --extra-vars value of the
+    fleet run (key=value, YAML or JSON text, in the order given), each to be written mode 0600 in ``vars_dir`` (a
+    directory only its owner can enter, removed when the run ends) and passed as ``--extra-vars @path``.
+
+    An inline value may hold a secret (``-e specdec_server_hf_token=...``); on a child's command line it would be
+    readable by every user of the controller (``ps``) for the whole run. A file keeps the same precedence: extra vars
+    are merged in the order given, whatever their form.
+    """
+    items = [str(item) for item in (cli or {}).get("extra_vars") or () if _inline(item)]
+    return [("%s/extra-vars-%d.yml" % (vars_dir.rstrip("/"), n), item) for n, item in enumerate(items, 1)]
+
+
+def run_argv(ansible_playbook, playbook_dir, dep, cli, vars_dir):
     """The ansible-playbook command of one deployment's run (a list; ``cli`` is the fleet run's CLIARGS).
 
     The run targets the deployment whole (``--limit`` to its members) with the playbook of its topology
     (``single_spark.yml`` also gets ``-e single_spark_host=NAME``), and inherits the fleet run's inventories, Vault,
-    extra vars, connection, become, check and diff options and verbosity. Raises ValueError (one line) for an option
-    that prompts, which a run in the background cannot answer.
+    extra vars, connection, become, check and diff options and verbosity. An inline extra var is passed as
+    ``@<file>`` of ``vars_files(cli, vars_dir)`` (never its value: the command line is public), an ``@file`` as
+    given. Raises ValueError (one line) for an option that prompts, which a run in the background cannot answer.
     """
     cli = cli or {}
-    for key, flag, instead in _PROMPTS:
-        if cli.get(key):
-            raise ValueError("%s: the runs of the deployments cannot prompt; use %s instead." % (flag, instead))
+    check_prompts(cli)
+    files = iter(vars_files(cli, vars_dir))
     argv = [ansible_playbook]
     for source in cli.get("inventory") or ():
         argv += ["--inventory", str(source)]
     for key, flag, kind in _PASSED:
         value = cli.get(key)
-        if kind == "each":
+        if key == "extra_vars":
+            for item in value or ():
+                if _inline(item):
+                    argv += [flag, "@" + next(files)[0]]
+                elif item:
+                    argv += [flag, str(item)]
+        elif kind == "each":
             for item in value or ():
                 argv += [flag, str(item)]
         elif kind == "flag":

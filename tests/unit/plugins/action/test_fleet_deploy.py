@@ -48,8 +48,15 @@ FAKE = textwrap.dedent("""\
     plan = json.load(open(os.environ["FAKE_PLAN"])).get(limit, {})
     start = time.time()
     time.sleep(plan.get("sleep", 0))
+    # Each @file of --extra-vars as this run sees it: its mode, its directory's mode and its text.
+    files = {}
+    for flag, value in zip(argv, argv[1:]):
+        if flag == "--extra-vars" and value.startswith("@") and os.path.exists(value[1:]):
+            files[value[1:]] = {"mode": os.stat(value[1:]).st_mode & 0o777, "text": open(value[1:]).read(),
+                                "dir_mode": os.stat(os.path.dirname(os.path.abspath(value[1:]))).st_mode & 0o777}
     with open(os.environ["FAKE_LOG"], "a") as log:
-        log.write(json.dumps({"argv": argv, "start": start, "end": time.time(),
+        log.write(json.dumps({"argv": argv, "start": start, "end": time.time(), "files": files,
+                              "cmdline": open("/proc/self/cmdline").read() if os.path.exists("/proc/self/cmdline") else "",
                               "callback": os.environ.get("ANSIBLE_STDOUT_CALLBACK"),
                               "custom_stats": os.environ.get("ANSIBLE_SHOW_CUSTOM_STATS")}) + "\\n")
     hosts = limit.split(",")
@@ -227,6 +234,44 @@ def test_check_and_diff_and_vault_pass_through_and_the_status_is_checked(fake):
     assert result["deployments"][0]["status"] == "checked" and result["serving"] == ["pair-a"]
 
 
+SECRET = "hf_FleetSecret0123456789abcdef"
+API_KEY = "sk-fleet-api-key-0123456789abcdef"
+
+
+@pytest.mark.parametrize("plan", [{}, {"spark-1,spark-2": {"rc": 2, "fail": {"spark-1": ["Pull", "no access"]}}}],
+                         ids=["serving", "failed"])
+def test_secrets_reach_the_runs_in_private_files_never_on_their_command_line(fake, plan):
+    # Inline extra vars (key=value and JSON) may hold secrets: each run reads them from a 0600 file in a 0700
+    # directory that is gone when the run has ended, whether it served or failed; the command line holds no value.
+    fake.set_plan(plan)
+    extra = ("specdec_server_hf_token=%s" % SECRET, "@vars.yml", '{"specdec_server_api_key": "%s"}' % API_KEY)
+    result = run(FLEET, fake, cli={"extra_vars": extra})
+    runs = fake.runs()
+    assert len(runs) == 3
+    for r in runs:
+        assert not any(SECRET in a or API_KEY in a for a in r["argv"]), r["argv"]
+        assert SECRET not in r["cmdline"] and API_KEY not in r["cmdline"]
+        given = [a for flag, a in zip(r["argv"], r["argv"][1:]) if flag == "--extra-vars"]
+        assert given[1] == "@vars.yml" and given[0] != given[2]
+        files = [r["files"][given[0][1:]], r["files"][given[2][1:]]]
+        assert [f["mode"] for f in files] == [0o600, 0o600] and [f["dir_mode"] for f in files] == [0o700, 0o700]
+        assert json.loads(files[0]["text"]) == {"specdec_server_hf_token": SECRET}
+        assert json.loads(files[1]["text"]) == {"specdec_server_api_key": API_KEY}
+        assert not os.path.exists(given[0][1:]) and not os.path.exists(os.path.dirname(given[0][1:]))
+    assert SECRET not in json.dumps(result)
+    assert (result.get("failed") is True) == bool(plan)
+
+
+def test_the_vars_files_are_removed_when_a_run_cannot_start(fake, monkeypatch, tmp_path):
+    made = []
+    real = fleet_deploy.tempfile.mkdtemp
+    monkeypatch.setattr(fleet_deploy.tempfile, "mkdtemp", lambda **kw: made.append(real(dir=str(tmp_path), **kw)) or made[-1])
+    fake.path = str(tmp_path / "no-such-ansible-playbook")
+    with pytest.raises(OSError):
+        run(FLEET, fake, deployments=["spark-5"], cli={"extra_vars": ("specdec_server_hf_token=%s" % SECRET,)})
+    assert len(made) == 1 and not os.path.exists(made[0])
+
+
 @pytest.mark.parametrize("args,cli,expected", [
     ({"deployments": ["pair-c"]}, None, "fleet_deployments: pair-c is no deployment of the inventory (known: pair-a, "
                                         "pair-b, spark-5)"),
@@ -318,12 +363,15 @@ DEP = {"id": "pair-a", "topology": "two_sparks", "members": ["spark-1", "spark-2
 
 
 def test_run_argv_passes_only_what_a_run_needs():
-    cli = {"inventory": ("inv/a.yml", "inv/b.yml"), "extra_vars": ("x=1", "@f.yml"), "subset": "spark-1",
-           "tags": ("t",), "forks": 50, "remote_user": "ops", "timeout": None, "check": False}
-    argv = _fleet.run_argv("/bin/ap", "/c/playbooks/", DEP, cli)
-    assert argv == ["/bin/ap", "--inventory", "inv/a.yml", "--inventory", "inv/b.yml", "--extra-vars", "x=1",
-                    "--extra-vars", "@f.yml", "--user", "ops", "--limit", "spark-1,spark-2",
+    cli = {"inventory": ("inv/a.yml", "inv/b.yml"), "extra_vars": ("x=1", "@f.yml", "", '{"y": 2}'),
+           "subset": "spark-1", "tags": ("t",), "forks": 50, "remote_user": "ops", "timeout": None, "check": False}
+    argv = _fleet.run_argv("/bin/ap", "/c/playbooks/", DEP, cli, "/tmp/v")
+    # Inline extra vars become private files, in their place (the same precedence); @files and the rest as given.
+    assert argv == ["/bin/ap", "--inventory", "inv/a.yml", "--inventory", "inv/b.yml",
+                    "--extra-vars", "@/tmp/v/extra-vars-1.yml", "--extra-vars", "@f.yml",
+                    "--extra-vars", "@/tmp/v/extra-vars-2.yml", "--user", "ops", "--limit", "spark-1,spark-2",
                     "/c/playbooks/two_sparks.yml"]
+    assert _fleet.vars_files(cli, "/tmp/v/") == [("/tmp/v/extra-vars-1.yml", "x=1"), ("/tmp/v/extra-vars-2.yml", '{"y": 2}')]
 
 
 def _parsed(argv, monkeypatch):
@@ -349,9 +397,15 @@ def test_run_argv_a_rolling_image_change_reaches_each_run_as_given(monkeypatch, 
     cli, fleet_vars = _parsed(["ansible-playbook", "-i", str(FLEET)] + given + ["playbooks/fleet.yml"], monkeypatch)
     single = dict(DEP, id="spark-5", topology="single_spark", members=["spark-5"], head="spark-5")
     for dep in (DEP, single):
-        argv = _fleet.run_argv("/bin/ansible-playbook", "/c/playbooks", dep, cli)
+        # The vars files as the action plugin writes them (inline values: the child reads them from those files).
+        vars_dir = tmp_path / dep["id"]
+        vars_dir.mkdir()
+        for path, item in _fleet.vars_files(cli, str(vars_dir)):
+            pathlib.Path(path).write_text(fleet_deploy._vars_text(item))
+        argv = _fleet.run_argv("/bin/ansible-playbook", "/c/playbooks", dep, cli, str(vars_dir))
         child, child_vars = _parsed(argv, monkeypatch)
-        assert child["extra_vars"][:len(cli["extra_vars"])] == cli["extra_vars"]
+        assert len(child["extra_vars"]) == len(cli["extra_vars"]) + (dep is single)
+        assert all(item.startswith("@") for item in child["extra_vars"][:len(cli["extra_vars"])])
         assert child["inventory"] == cli["inventory"] == (str(FLEET),)
         assert {k: v for k, v in child_vars.items() if k != "single_spark_host"} == fleet_vars
         assert child_vars["trtllm_container_image"] == "sparkops-lab/trtllm-standin:1.4.0rc1"
