@@ -119,6 +119,16 @@ options:
         checked as for O(token)).
       - Mutually exclusive with O(token).
     type: path
+  token_file_remove:
+    description:
+      - Remove O(token_file) as soon as the module starts (it is read first), whatever happens next, also when it
+        is empty or the token is malformed; a missing file is no error for the removal.
+      - For a file written for this run only, e.g. by the C(specdec_server) role for its background download (C(async)):
+        Ansible keeps a background module's arguments in the node's remote temporary directory for the whole
+        download, so the role passes the path of a 0600 token file in a private directory, never the token.
+      - No effect without O(token_file).
+    type: bool
+    default: false
   endpoint:
     description:
       - Base URL of the Hub or of a Hub compatible mirror.
@@ -394,6 +404,7 @@ def argument_spec():
         # mutually_exclusive check, so HF_TOKEN in the environment would make token_file unusable.
         token=dict(type='str', no_log=True),
         token_file=dict(type='path'),
+        token_file_remove=dict(type='bool', default=False),
         endpoint=dict(type='str', default=DEFAULT_ENDPOINT, fallback=(env_fallback, ['HF_ENDPOINT'])),
         offline=dict(type='bool', default=False),
         max_workers=dict(type='int', default=8),
@@ -404,15 +415,29 @@ def argument_spec():
     )
 
 
-def _read_token_file(module, path):
+def _read_token_file(module, path, remove=False):
+    token = None
+    error = None
     try:
         with open(path, 'r') as f:
             token = f.read()
             module.no_log_values.add(token)
             token = token.strip()
     except (IOError, OSError) as e:
+        error = e
+    finally:
+        if remove:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                module.fail_json(msg='cannot remove token_file %s (%s): make its directory writable by the user running '
+                                     'the module, or set token_file_remove: false' % (path, e.strerror or type(e).__name__),
+                                 error_kind='token_file')
+    if error is not None:
         module.fail_json(msg='cannot read token_file %s (%s): make it readable by the user running the module, or use '
-                             'the token option / HF_TOKEN' % (path, e.strerror or type(e).__name__),
+                             'the token option / HF_TOKEN' % (path, error.strerror or type(error).__name__),
                          error_kind='token_file')
     if not token:
         module.fail_json(msg='token_file %s is empty: write the HF token in it (one line)' % path, error_kind='token_file')
@@ -428,7 +453,7 @@ def main():
     params = dict(module.params)
 
     if params['token_file']:
-        params['token'] = _read_token_file(module, params['token_file'])
+        params['token'] = _read_token_file(module, params['token_file'], params['token_file_remove'])
     elif not params['token']:
         params['token'] = os.environ.get('HF_TOKEN', '').strip() or None
     token = params['token'] or None

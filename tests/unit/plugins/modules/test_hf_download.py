@@ -334,6 +334,42 @@ def test_token_file(capsys, hub, cache, tmp_path, monkeypatch):
     assert result['failed'] and 'mutually exclusive' in result['msg']
 
 
+def test_token_file_remove_deletes_the_file_at_start_whatever_the_outcome(capsys, hub, cache, tmp_path):
+    # The role's background download passes a 0600 token file it wrote for this run only: the module reads it and
+    # removes it first, so no file on the node holds the token while the download runs (nor after a failure).
+    token_file = tmp_path / 'hf_token'
+    seen = {}
+    real = _hf.run
+
+    def spy(params, check_mode=False):
+        seen['exists_during_download'] = token_file.exists()
+        return real(params, check_mode=check_mode)
+
+    token_file.write_text(HF_TOKEN_GATED + '\n')
+    token_file.chmod(0o600)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(hf_download, 'run', spy)
+        result, out, err = run_module(capsys, dict(repo_id=GATED_REPO, cache_dir=cache, endpoint=hub.url,
+                                                   token_file=str(token_file), token_file_remove=True))
+    assert not result.get('failed'), result
+    assert seen == {'exists_during_download': False} and not token_file.exists()
+    assert_no_token(out, err)
+    # Failures remove it too: a malformed token, an empty file, a rejected token.
+    for text, kind in (('Bearer ' + HF_TOKEN_GATED, 'token_malformed'), ('\n', 'token_file'),
+                       (HF_TOKEN_INVALID, 'token_rejected')):
+        token_file.write_text(text)
+        failed(capsys, dict(repo_id=GATED_REPO, cache_dir=cache, endpoint=hub.url, token_file=str(token_file),
+                            token_file_remove=True), kind=kind)
+        assert not token_file.exists(), kind
+    # A missing file is the read error, not a removal error; without token_file_remove the file is kept.
+    result = failed(capsys, dict(repo_id=GATED_REPO, cache_dir=cache, endpoint=hub.url, token_file=str(token_file),
+                                 token_file_remove=True), kind='token_file')
+    assert result['msg'].startswith('cannot read token_file')
+    token_file.write_text(HF_TOKEN_GATED)
+    ok(capsys, dict(repo_id=GATED_REPO, cache_dir=cache, endpoint=hub.url, token_file=str(token_file)))
+    assert token_file.read_text() == HF_TOKEN_GATED
+
+
 def test_token_never_in_result_messages_or_hub_log(capsys, hub, cache):
     outputs = []
     for token, repo in ((HF_TOKEN_INVALID, REPO), (HF_TOKEN_NO_GATE, GATED_REPO), (HF_TOKEN_GATED, GATED_REPO)):
