@@ -123,9 +123,9 @@ options:
     description:
       - Remove O(token_file) as soon as the module starts (it is read first), whatever happens next, also when it
         is empty or the token is malformed; a missing file is no error for the removal.
-      - For a file written for this run only, e.g. by the C(specdec_server) role for its background download (C(async)):
-        Ansible keeps a background module's arguments in the node's remote temporary directory for the whole
-        download, so the role passes the path of a 0600 token file in a private directory, never the token.
+      - For a file written for this run only, e.g. by the C(specdec_server) role for its background download
+        (C(async)). Ansible keeps a background module's arguments in the node's remote temporary directory for the
+        whole download, so the role passes the path of a 0600 token file in a private directory, never the token.
       - No effect without O(token_file).
     type: bool
     default: false
