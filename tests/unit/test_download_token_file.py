@@ -76,3 +76,12 @@ def test_the_token_file_is_private_and_the_one_the_download_reads():
     cleanup = [t for t in block[0]["always"] if "ansible.builtin.file" in t]
     assert [c["ansible.builtin.file"] for c in cleanup] == [
         {"path": "{{ __specdec_server_token_dir.path }}", "state": "absent"}]
+
+
+def test_the_background_download_asks_for_what_the_cache_check_resolved():
+    # The two tasks name the same model files (the start's arguments are the check's, the token's file for the token).
+    check = find(lambda t: HF in t and t.get("check_mode") is True)
+    start = find(lambda t: HF in t and "async" in t)
+    same = {k: v for k, v in check[HF].items() if k != "token"}
+    assert {k: v for k, v in start[HF].items() if k not in ("token_file", "token_file_remove")} == same
+    assert render(check[HF])["token"] == TOKEN  # the check (synchronous, no_log) keeps the option
