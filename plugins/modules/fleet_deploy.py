@@ -25,7 +25,7 @@ description:
     failed host, the C(specdec_deploy) stats), never from text.
   - Extra vars given inline (C(-e key=value), C(-e '{...}')), which may hold secrets such as
     C(specdec_server_hf_token), never appear on a run's command line (readable by every user of the controller with
-    C(ps)): each reaches the run as C(--extra-vars @FILE), a mode 0600 file in a private (0700) temporary directory,
+    C(ps)). Each reaches the run as C(--extra-vars @FILE), a mode 0600 file in a private (0700) temporary directory,
     in the same place among the other extra vars (the same precedence), removed when the run ends, failed or not.
     C(-e @file) is passed as given.
   - Fails when any deployment does not serve, listing for each the node, the task and its message; the other
