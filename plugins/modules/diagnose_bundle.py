@@ -48,19 +48,13 @@ options:
       C(playbooks/preflight.yml) writes it. Recorded as missing when it does not exist.
     type: path
     default: preflight-report.json
-  report_dir:
-    description:
-      - The controller directory of the collection's reports (C(specdec_report_dir)); a relative path is relative to the
-        current directory. Empty means the current directory of the C(ansible-playbook) process (never the
-        collection's or the playbook's directory, read-only in an execution environment). Created (mode 0700) when
-        missing.
-    type: path
-    default: ""
   secrets:
     description: Values to remove in every form (the HF tokens of the nodes). Never returned.
     type: list
     elements: str
     default: []
+extends_documentation_fragment:
+  - sparkops.specdec.reports
 attributes:
   check_mode:
     support: full

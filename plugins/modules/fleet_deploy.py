@@ -75,17 +75,11 @@ options:
       mode 0600, replaced atomically.
     type: path
     default: specdec-fleet.json
-  report_dir:
-    description:
-      - The controller directory of the collection's reports (C(specdec_report_dir)); a relative path is relative to the
-        current directory. Empty means the current directory of the C(ansible-playbook) process (never the
-        collection's or the playbook's directory, read-only in an execution environment). Created (mode 0700) when
-        missing.
-    type: path
-    default: ""
   ansible_playbook:
     description: The C(ansible-playbook) to run; default the one running this play, else the one on C(PATH).
     type: path
+extends_documentation_fragment:
+  - sparkops.specdec.reports
 attributes:
   check_mode:
     support: full

@@ -50,14 +50,6 @@ options:
         O(report_dir). Created when missing. Existing report files are replaced.
     type: path
     required: true
-  report_dir:
-    description:
-      - The controller directory of the collection's reports (C(specdec_report_dir)); a relative path is relative to the
-        current directory. Empty means the current directory of the C(ansible-playbook) process (never the
-        collection's or the playbook's directory, read-only in an execution environment). Created (mode 0700) when
-        missing.
-    type: path
-    default: ""
   engine:
     description:
       - The engine whose counters the metrics texts hold. Default detected from the texts (C(llamacpp:) or C(trtllm_)
@@ -107,6 +99,8 @@ options:
       - Draw the PNG plots.
     type: bool
     default: true
+extends_documentation_fragment:
+  - sparkops.specdec.reports
 notes:
   - "Errors (the task fails with the message): a run from the lab's TensorRT-LLM stand-in (its figures are meaningless);
     speculation on with zero draft tokens (llama.cpp drafts nothing without C(--spec-type draft-simple)); no
