@@ -33,7 +33,7 @@ the run; the metric names come from the engines' source:
   ``GET /perf_metrics`` (per request, drained on read) adds
   ``perf_metrics.speculative_decoding.{acceptance_rate,total_accepted_draft_tokens,total_draft_tokens}``.
 
-Definitions (documented in the README too):
+Definitions (documented in docs/benchmark.md too):
 
 * acceptance rate = delta accepted draft tokens / delta draft tokens, over the run;
 * mean accepted length = 1 + delta accepted / delta drafts: tokens emitted per verification step

@@ -15,7 +15,7 @@ Objective: ``{"concurrency": c, "prompt_set": s (optional), "ttft_p90_max": seco
 "itl_p90_max": seconds or None}``. Maximise the median output tokens/s at that concurrency over the
 points whose median TTFT p90 and ITL p90 meet the bounds.
 
-Noisy-tie rule (documented in the README): points are ordered by cost, ``none`` first, then by
+Noisy-tie rule (documented in docs/benchmark.md): points are ordered by cost, ``none`` first, then by
 draft length (a longer draft costs more draft compute and memory). After finding the point with
 the best median, the tuner picks the CHEAPEST feasible point whose min-max spread over the repeats
 reaches the best median (its max >= the best's median): the difference between them is within

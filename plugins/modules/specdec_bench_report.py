@@ -108,7 +108,7 @@ notes:
     C(return_perf_metrics: true)); a counter that went down (server restarted during a run); failed requests; a
     response without C(usage); no point at the objective's concurrency; the gate failing (its message names the
     prompts); matplotlib missing with O(plots); the directory not writable."
-  - Default gate thresholds and their reason are in the README ("Correctness gate").
+  - Default gate thresholds and their reason are in docs/benchmark.md ("Correctness gate").
 attributes:
   check_mode:
     support: full

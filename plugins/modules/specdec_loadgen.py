@@ -55,7 +55,7 @@ options:
       - Each is a string (one user message) or a dict with C(id) (any string; default the list index), C(prompt)
         (the user message) or C(messages) (a full OpenAI message list), optional C(system) (a system message put
         before C(prompt)) and optional C(max_tokens) (overrides O(max_tokens) for this prompt).
-      - The collection ships prompt sets in C(roles/specdec_benchmark/files/prompts/) (see the README).
+      - The collection ships prompt sets in C(roles/specdec_benchmark/files/prompts/) (see docs/benchmark.md).
     type: list
     elements: raw
     required: true

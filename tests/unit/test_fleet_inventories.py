@@ -1,6 +1,6 @@
-"""The README's fleet inventory is the one molecule/fleet runs.
+"""The fleet inventory of docs/fleet.md is the one molecule/fleet runs.
 
-``inventories/example/fleet.yml`` (shown in the README) and ``inventories/lab/fleet.yml`` (molecule/fleet) must
+``inventories/example/fleet.yml`` (shown in docs/fleet.md) and ``inventories/lab/fleet.yml`` (molecule/fleet) must
 describe the same fleet: the same groups, hosts, deployment ids, heads and per-host choices. They may differ only in
 addresses (``ansible_host``) and in the lab's own fabric subnets for its second pair (two real pairs are separate
 cables; the lab's Docker networks may not overlap). The lab inventory must also match the lab's shape
@@ -55,8 +55,8 @@ def test_the_lab_fleet_is_the_readme_fleet():
     assert example["spark_singles"]["hosts"]["spark-5"]["specdec_server_method"] == "draft_target"
 
 
-def test_the_readme_shows_the_example_fleet():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+def test_the_fleet_doc_shows_the_example_fleet():
+    readme = (ROOT / "docs" / "fleet.md").read_text(encoding="utf-8")
     example = _shape(EXAMPLE)
     for group, body in example.items():
         assert f"{group}:" in readme

@@ -2,7 +2,7 @@
 """Every playbook ends with a non-empty ansible.builtin.set_stats (AWX/AAP job artifacts): in its last play, a
 set_stats task with data, followed by nothing but verdicts (assert/fail, which change nothing and fail the run after
 the results are recorded). The set_stats of the deployment playbooks are built from public results only, with the
-keys the README lists; the shaping filters (plugins/filter/stats.py) are tested on results as the modules return them.
+keys docs/awx.md lists; the shaping filters (plugins/filter/stats.py) are tested on results as the modules return them.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ansible_collections.sparkops.specdec.plugins.filter import stats
 PLAYBOOKS = pathlib.Path(__file__).resolve().parents[2] / "playbooks"
 SET_STATS = ("ansible.builtin.set_stats", "set_stats")
 VERDICTS = ("ansible.builtin.assert", "ansible.builtin.fail", "assert", "fail")
-# The set_stats key each playbook records (README, "AWX/AAP"); built by plugins/filter/stats.py.
+# The set_stats key each playbook records (docs/awx.md, "Job results"); built by plugins/filter/stats.py.
 KEYS = {
     "two_sparks.yml": "specdec_deploy",
     "single_spark.yml": "specdec_deploy",
