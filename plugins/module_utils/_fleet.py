@@ -19,7 +19,10 @@ Every problem is one line naming the setting, the problem and the fix.
 
 from __future__ import annotations
 
+import datetime
+import hashlib
 import json
+import re
 
 HEAD_GROUP = "spark_head"
 WORKER_GROUP = "spark_workers"
@@ -29,10 +32,57 @@ MAX_MEMBERS = 2
 _IMPLICIT = ("all", "ungrouped")
 
 
+# A deployment id is a plain file name (it names the deployment's state file on its nodes and its run's log files
+# on the controller): never "/", ".." or a name starting with a dot; documented in specdec_common's argument specs.
+ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,62}"
+_ID_FIX = ("use 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit, e.g. \"pair-a\"")
+
+
+def id_problem(host, value):
+    """The one-line problem of ``specdec_deployment_id`` set to ``value`` on ``host`` (None when it is a usable id,
+    empty or unset). YAML's implicit types (an unquoted 1, 2026-11-27, yes) are named: "quote it"."""
+    where = "specdec_deployment_id on %s" % host if host else "specdec_deployment_id"
+    if value is None or (isinstance(value, str) and (value == "" or "{{" in value or "{%" in value)):
+        return None
+    if isinstance(value, bool):
+        return ("%s: %s is a boolean, not a string (YAML reads unquoted yes, no, true, false, on and off as booleans); "
+                "quote it, e.g. specdec_deployment_id: \"%s\"." % (where, "true" if value else "false",
+                                                                     "yes" if value else "no"))
+    if isinstance(value, int):
+        return ("%s: %d is an integer, not a string (YAML reads unquoted digits as a number); quote it, e.g. "
+                "specdec_deployment_id: \"%d\"." % (where, value, value))
+    if isinstance(value, float):
+        return ("%s: %r is a number, not a string (YAML reads unquoted digits as a number); quote it, e.g. "
+                "specdec_deployment_id: \"%r\"." % (where, value, value))
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return ("%s: %s is a date, not a string (YAML reads an unquoted YYYY-MM-DD as a date); quote it, e.g. "
+                "specdec_deployment_id: \"%s\"." % (where, value.isoformat(), value.isoformat()))
+    if not isinstance(value, str):
+        return "%s: %s is not a string; %s." % (where, type(value).__name__, _ID_FIX)
+    if not re.fullmatch(ID_PATTERN, value):
+        return ("%s: %s is not a plain file name (it names the deployment's state and log files); %s."
+                % (where, json.dumps(value), _ID_FIX))
+    return None
+
+
+def log_name(dep_id):
+    """A file name for ``dep_id`` that stays in its directory whatever the id holds (defence in depth: invalid ids
+    are refused before any run): the id itself when it is a plain file name, else its safe characters and a digest."""
+    text = str(dep_id)
+    if re.fullmatch(ID_PATTERN, text):
+        return text
+    safe = re.sub(r"[^A-Za-z0-9._-]", "_", text).lstrip(".-") or "id"
+    return "%s-%s" % (safe[:40], hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:12])
+
+
 def _text(value):
-    """A setting's value as text ('' for unset, None, or an unevaluated expression)."""
-    if value is None or isinstance(value, bool):
+    """A setting's value as text ('' for unset, None, or an unevaluated expression); a date as YYYY-MM-DD."""
+    if value is None:
         return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return value.isoformat()
     text = str(value).strip()
     return "" if "{{" in text or "{%" in text else text
 
@@ -134,6 +184,11 @@ def group_deployments(hosts, host_vars, groups, group_vars=None):
         label = name if kind != "groups" else ([h for h in members if h in in_head_group] or members)[0]
         head = _head_of(label, members, heads_set, in_head_group, errors)
         dep_id = name if kind == "id" else (head or label)
+        if kind == "id":
+            for host in members:
+                line = id_problem(host, settings[host].get("specdec_deployment_id"))
+                if line:
+                    errors.append(line)
         if len(members) > MAX_MEMBERS:
             if kind == "groups":
                 errors.append("inventory: groups %s and %s hold %d hosts without specdec_deployment_id (%s); a "

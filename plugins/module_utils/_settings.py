@@ -28,6 +28,7 @@ Values of settings whose name looks secret (``looks_secret``) are never shown.
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import difflib
 import glob
@@ -37,7 +38,7 @@ import math
 import os
 import re
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _firewall
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _firewall, _fleet
 
 COLLECTION = 'sparkops.specdec'
 
@@ -814,10 +815,21 @@ def _trtllm_version(value, shown):
 
 
 def _deployment_id(value, shown):
-    if value == '' or re.fullmatch(r'[A-Za-z0-9][A-Za-z0-9_.-]{0,62}', value):
-        return []
-    return ['%s is not a deployment id; use letters, digits, _ . - (at most 63, starting with a letter or digit), '
-            'or "" for the head host\'s name.' % shown]
+    # Normally found first, with the host (_HOST_NAMED): the same rule, module_utils/_fleet.py's.
+    line = _fleet.id_problem(None, value)
+    return [line.split(': ', 1)[1]] if line else []
+
+
+def _deployment_id_on(host, value):
+    """specdec_deployment_id's line as the fleet grouping gives it (module_utils/_fleet.py), for a scalar: YAML's
+    implicit types named ("quote it"), a string that is not a plain file name; other types take the type check."""
+    if isinstance(value, (str, int, float, datetime.date)):
+        return _fleet.id_problem(host, value)
+    return None
+
+
+# Settings whose problems name the host ("name on HOST: problem; fix"), checked before their type.
+_HOST_NAMED = {'specdec_deployment_id': _deployment_id_on}
 
 
 def _hf_hub_requirement(value, shown):
@@ -1335,6 +1347,13 @@ def validate_settings(settings: dict, specs: dict, *, results=RESULTS, context=N
             if _templated(value):
                 given[name] = value  # not templated by the caller: nothing reliable to check
                 continue
+            if name in _HOST_NAMED:
+                # Named with the host (a value YAML did not read as a string is named with its type: "quote it").
+                problem = _HOST_NAMED[name]((context or {}).get('host'), value)
+                if problem:
+                    problems.append(problem)
+                    given[name] = _BAD
+                    continue
             coerced, problem = _check_type(name, options[name], value)
             if problem:
                 problems.append(problem)

@@ -9,6 +9,8 @@ hostvars, groups and the inventory's group variables.
 
 from __future__ import annotations
 
+import datetime
+
 from ansible_collections.sparkops.specdec.plugins.module_utils import _fleet
 
 FLEET_SETTINGS = ("specdec_deployment_id", "specdec_head_host")
@@ -36,7 +38,8 @@ def fleet_settings(hostvars, host):
             value = variables.get(name)
         except Exception:  # an expression that fails: reported for the play's members by the setting checks
             value = None
-        if isinstance(value, str):
+        # A value YAML did not read as a string (an unquoted 1, 2026-11-27, yes) is kept: the grouping names it.
+        if isinstance(value, (str, int, float, datetime.date)):
             found[name] = value
     return found
 
@@ -95,7 +98,7 @@ def assigned_ids(groups, play_hosts, hostvars, loader):
         for host in dep["members"]:
             found.setdefault(host, []).append(dep["id"])
     for host in candidates(groups, play_hosts):
-        own = fleet_settings(hostvars, host).get("specdec_deployment_id") or host
+        own = _fleet._text(fleet_settings(hostvars, host).get("specdec_deployment_id")) or host
         ids = found.setdefault(host, [])
         if own not in ids:
             ids.append(own)

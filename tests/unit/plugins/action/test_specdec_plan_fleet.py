@@ -217,3 +217,49 @@ all:
     assert result["deployment"]["members"] == ["a1", "a2"]
     lines = problems(plan(source, "pair_b"))
     assert any(line.startswith("specdec_deployment_id: deployment pair-b has 3 nodes (b1, b2, b3)") for line in lines)
+
+
+# Deployment ids YAML does not read as strings (issue 25, item 2): before, the grouping dropped them, the pair fell
+# apart into two single Sparks and the message blamed the inventory's layout; now the id is named, with its type.
+@pytest.mark.parametrize("value,problem", [
+    ("1", '1 is an integer, not a string (YAML reads unquoted digits as a number); quote it, e.g. '
+          'specdec_deployment_id: "1".'),
+    ("20", '20 is an integer, not a string (YAML reads unquoted digits as a number); quote it, e.g. '
+           'specdec_deployment_id: "20".'),
+    ("2026-11-27", '2026-11-27 is a date, not a string (YAML reads an unquoted YYYY-MM-DD as a date); quote it, e.g. '
+                   'specdec_deployment_id: "2026-11-27".'),
+    ("2027-01-05", '2027-01-05 is a date, not a string (YAML reads an unquoted YYYY-MM-DD as a date); quote it, e.g. '
+                   'specdec_deployment_id: "2027-01-05".'),
+    ("yes", 'true is a boolean, not a string (YAML reads unquoted yes, no, true, false, on and off as booleans); quote '
+            'it, e.g. specdec_deployment_id: "yes".'),
+    ("true", 'true is a boolean, not a string (YAML reads unquoted yes, no, true, false, on and off as booleans); quote '
+             'it, e.g. specdec_deployment_id: "yes".'),
+    ('"../escape"', '"../escape" is not a plain file name (it names the deployment\'s state and log files); use 1 to '
+                    '63 letters, digits, \'.\', \'_\' or \'-\', starting with a letter or digit, e.g. "pair-a".'),
+    ('"pair/b"', '"pair/b" is not a plain file name (it names the deployment\'s state and log files); use 1 to 63 '
+                 'letters, digits, \'.\', \'_\' or \'-\', starting with a letter or digit, e.g. "pair-a".'),
+])
+def test_a_pair_id_that_is_no_plain_string_is_named_with_its_type(tmp_path, value, problem):
+    source = write(tmp_path, FLEET.read_text().replace("specdec_deployment_id: pair-b", "specdec_deployment_id: " + value))
+    assert problems(plan(source, "pair_b")) == ["specdec_deployment_id on spark-3: " + problem,
+                                                "specdec_deployment_id on spark-4: " + problem]
+    # The other pair of the inventory is not stopped by it.
+    assert not plan(source, "pair_a").get("failed")
+
+
+@pytest.mark.parametrize("value,problem", [
+    ("7", '7 is an integer, not a string (YAML reads unquoted digits as a number); quote it, e.g. '
+          'specdec_deployment_id: "7".'),
+    ("2026-11-27", '2026-11-27 is a date, not a string (YAML reads an unquoted YYYY-MM-DD as a date); quote it, e.g. '
+                   'specdec_deployment_id: "2026-11-27".'),
+    ("on", 'true is a boolean, not a string (YAML reads unquoted yes, no, true, false, on and off as booleans); quote '
+           'it, e.g. specdec_deployment_id: "yes".'),
+    ('"../../tmp/x"', '"../../tmp/x" is not a plain file name (it names the deployment\'s state and log files); use 1 '
+                      'to 63 letters, digits, \'.\', \'_\' or \'-\', starting with a letter or digit, e.g. "pair-a".'),
+])
+def test_a_single_spark_id_that_is_no_plain_string_is_named_with_its_type(tmp_path, value, problem):
+    text = FLEET.read_text().replace("specdec_server_method: draft_target",
+                                     "specdec_server_method: draft_target\n              specdec_deployment_id: " + value)
+    source = write(tmp_path, text)
+    assert problems(plan(source, topology="single_spark", pattern="spark-5")) == [
+        "specdec_deployment_id on spark-5: " + problem]

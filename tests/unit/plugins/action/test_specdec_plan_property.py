@@ -75,7 +75,8 @@ def test_a_value_the_spec_does_not_admit_is_one_line(name, sample):
     assert result.get("failed") and "plan" not in result, result
     head, *lines = result["msg"].split("\n")
     assert head.startswith("Deployment spark-1: ") and lines, result["msg"]
-    mine = [line for line in lines if line.startswith("- %s:" % name)]
+    # A few settings name the host as well ("name on HOST: ..."; specdec_deployment_id).
+    mine = [line for line in lines if line.startswith(("- %s:" % name, "- %s on spark-1:" % name))]
     assert len(mine) == 1 and len(lines) == 1, result["msg"]
     line = mine[0]
     kind = spec.get("type", "str")

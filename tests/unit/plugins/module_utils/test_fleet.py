@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from ansible_collections.sparkops.specdec.plugins.module_utils import _fleet
 
 
@@ -158,3 +160,64 @@ def test_limit_to_half_a_pair_is_one_line():
     # No group holds exactly the pair: its hosts are named instead.
     assert _fleet.check_limit(out, ["spark-4", "spark-5"], {})[0].endswith(
         "--limit both (e.g. --limit spark-3,spark-4) or neither.")
+
+
+# --- deployment ids: plain file names, strings as YAML reads them (issue 25, item 2) --------------------------------
+
+ID_LINES = [
+    # YAML's implicit types: named, "quote it" (pairs, not a dict: 1 == True as a key).
+    (1, 'specdec_deployment_id on a1: 1 is an integer, not a string (YAML reads unquoted digits as a number); quote '
+        'it, e.g. specdec_deployment_id: "1".'),
+    (42, 'specdec_deployment_id on a1: 42 is an integer, not a string (YAML reads unquoted digits as a number); quote '
+         'it, e.g. specdec_deployment_id: "42".'),
+    (1.5, 'specdec_deployment_id on a1: 1.5 is a number, not a string (YAML reads unquoted digits as a number); quote '
+           'it, e.g. specdec_deployment_id: "1.5".'),
+    (True, 'specdec_deployment_id on a1: true is a boolean, not a string (YAML reads unquoted yes, no, true, false, on '
+           'and off as booleans); quote it, e.g. specdec_deployment_id: "yes".'),
+    (False, 'specdec_deployment_id on a1: false is a boolean, not a string (YAML reads unquoted yes, no, true, false, '
+            'on and off as booleans); quote it, e.g. specdec_deployment_id: "no".'),
+]
+
+
+def test_ids_yaml_does_not_read_as_strings_are_named_and_keep_their_pair():
+    import datetime
+    lines = list(ID_LINES)
+    for day in (datetime.date(2026, 11, 27), datetime.date(2025, 1, 2)):
+        lines.append((day, 'specdec_deployment_id on a1: %s is a date, not a string (YAML reads an unquoted '
+                           'YYYY-MM-DD as a date); quote it, e.g. specdec_deployment_id: "%s".' % (day, day)))
+    for value, line in lines:
+        hv = {h: {"specdec_deployment_id": value, "specdec_head_host": "a1"} for h in ("a1", "a2")}
+        hv["s5"] = {}
+        out = fleet(hv, {"pair": ["a1", "a2"]})
+        # The pair stays one deployment (not two single Sparks, not today's layout), stopped by its id's line.
+        (pair, single) = out["deployments"]
+        assert pair["members"] == ["a1", "a2"] and pair["named"] is True, value
+        assert pair["errors"] == [line, line.replace(" on a1:", " on a2:")], value
+        assert single["errors"] == [] and out["errors"] == pair["errors"]
+        assert _fleet.id_problem("a1", value) == line
+
+
+@pytest.mark.parametrize("value", ["../escape", "pair/a", "..", ".hidden", "-dash", "pair a", "a" * 64, "pair-a\n", "é"])
+def test_ids_that_are_not_plain_file_names_are_refused(value):
+    hv = {"s5": {"specdec_deployment_id": value}, "s6": {}}
+    out = fleet(hv, {})
+    line = ("specdec_deployment_id on s5: %s is not a plain file name (it names the deployment's state and log "
+            "files); use 1 to 63 letters, digits, '.', '_' or '-', starting with a letter or digit, e.g. \"pair-a\"."
+            % json.dumps(value))
+    assert out["errors"] == [line]
+    assert [d["errors"] for d in out["deployments"]] == [[line], []]
+
+
+@pytest.mark.parametrize("value", ["pair-a", "1", "2026-11-27", "yes", "a" * 63, "Pair_1.b"])
+def test_quoted_ids_and_plain_file_names_are_taken(value):
+    out = fleet({"s5": {"specdec_deployment_id": value}}, {})
+    assert out["errors"] == [] and shape(out) == [(value, ["s5"], "s5", "single_spark")]
+    assert _fleet.id_problem("s5", value) is None
+
+
+def test_log_name_never_leaves_the_directory():
+    assert _fleet.log_name("pair-a") == "pair-a"
+    names = [_fleet.log_name(v) for v in ("../escape", "../../etc/passwd", "a/b", "..", ".", "", "a\x00b", "/abs")]
+    assert all(n and "/" not in n and n not in (".", "..") and not n.startswith(".") and "\x00" not in n for n in names)
+    # Two ids that differ only in what is replaced keep two files.
+    assert _fleet.log_name("a/b") != _fleet.log_name("a_b") and _fleet.log_name("a/b") != _fleet.log_name("a?b")

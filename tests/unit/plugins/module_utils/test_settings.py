@@ -228,7 +228,7 @@ NEGATIVE_CASES = [
 
     # --- specdec_common ---
     ('deployment-id-space', {'specdec_deployment_id': 'my deployment'}, 'specdec_deployment_id',
-     'is not a deployment id'),
+     'is not a plain file name (it names the deployment'),
     ('head-host-space', {'specdec_head_host': 'spark 1'}, 'specdec_head_host', 'is not an inventory host name'),
     ('head-host-empty', {'specdec_head_host': ''}, 'specdec_head_host', 'is not an inventory host name'),
     ('container-name-bad', {'specdec_container_name': 'bad name!'}, 'specdec_container_name',
