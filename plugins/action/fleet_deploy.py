@@ -60,12 +60,18 @@ def _run(ansible_playbook, dep, cli, log_dir, check):
 
     Inline extra vars reach the run in 0600 files of a private directory (mode 0700, made for this run and removed
     when it ends, whatever the outcome), never on its command line (public, ``ps``)."""
-    out_path = os.path.join(log_dir, "%s.json" % dep["id"])
-    err_path = os.path.join(log_dir, "%s.stderr" % dep["id"])
+    # The files are named by the id as a plain file name (ids that are not are refused before any run; whatever the id
+    # holds, the files stay in log_dir).
+    name = _fleet.log_name(dep["id"])
+    out_path = os.path.join(log_dir, "%s.json" % name)
+    err_path = os.path.join(log_dir, "%s.stderr" % name)
+    for path in (out_path, err_path):
+        if os.path.dirname(os.path.realpath(path)) != os.path.realpath(log_dir):
+            raise ValueError("the log file of deployment %s would be outside %s" % (dep["id"], log_dir))
     env = dict(os.environ, **_CHILD_ENV)
     started = datetime.datetime.now(datetime.timezone.utc)
     # 0600: a run's results are censored where a task says no_log, but they are the deployment's own business.
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
     vars_dir = tempfile.mkdtemp(prefix="specdec-fleet-vars.")
     try:
         for path, item in _fleet.vars_files(cli, vars_dir):
@@ -92,24 +98,39 @@ def _run(ansible_playbook, dep, cli, log_dir, check):
     return outcome
 
 
-def _run_all(deployments, workers, max_failures, run_one):
-    """Run ``run_one(dep)`` for the deployments, ``workers`` at a time, in order; once more than ``max_failures`` (None:
-    no limit) have failed, start no more: those are returned as not run (untouched), in the deployments' order."""
-    outcomes = {}
-    failures = 0
-    pending = list(deployments)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+def _run_all(deployments, workers, max_failures, run_one, refused=None, on_change=None):
+    """Run ``run_one(dep)`` for the deployments, ``workers`` at a time, in order, and return their outcomes in the
+    deployments' order.
+
+    ``refused``: id -> outcome of the deployments that failed the checks made before any run: never started, and
+    each counts as a failure. Once more than ``max_failures`` (None: no limit) have failed, start no more: those are
+    returned as not run (untouched). An exception in ``run_one`` is that deployment's failure (``_fleet.crashed``),
+    never the fleet's. ``on_change(outcomes, running)`` is called at the start and as each deployment ends, with the
+    outcomes so far (id -> outcome) and the ids running (the report is written as each ends)."""
+    outcomes = dict(refused or {})
+    failures = len(outcomes)
+    pending = [d for d in deployments if d["id"] not in outcomes]
+    notify = on_change or (lambda done, running: None)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(workers, 1)) as pool:
         running = {}
         while pending or running:
-            while pending and len(running) < workers and (max_failures is None or failures <= max_failures):
-                dep = pending.pop(0)
+            starting = []
+            while pending and len(running) + len(starting) < workers and (max_failures is None or
+                                                                          failures <= max_failures):
+                starting.append(pending.pop(0))
+            # Written before the new runs start: the report never lags behind what runs.
+            notify(outcomes, {d["id"] for d in list(running.values()) + starting})
+            for dep in starting:
                 running[pool.submit(run_one, dep)] = dep
             if not running:
                 break
             done = concurrent.futures.wait(running, return_when=concurrent.futures.FIRST_COMPLETED).done
             for future in done:
                 dep = running.pop(future)
-                outcomes[dep["id"]] = future.result()
+                try:
+                    outcomes[dep["id"]] = future.result()
+                except Exception as exc:  # a crash while running one deployment: its failure, not the fleet's
+                    outcomes[dep["id"]] = _fleet.crashed(dep, exc)
                 failures += outcomes[dep["id"]]["status"] == "failed"
     for dep in pending:
         outcomes[dep["id"]] = _fleet.not_run(dep, max_failures)
@@ -164,21 +185,40 @@ class ActionModule(ActionBase):
             result["msg"] = "Fleet: %d problem(s), no deployment was run:\n- %s" % (len(errors), "\n- ".join(errors))
             return result
 
+        # Checked for every deployment before any run starts: one that fails is reported, not started, and counts
+        # against the failure budget; the others run.
+        refused = {dep["id"]: _fleet.invalid(dep, dep["problems"]) for dep in deployments if dep["problems"]}
         os.makedirs(log_dir, exist_ok=True)
+        os.makedirs(os.path.dirname(report_path), exist_ok=True)
         workers = min(parallel or len(deployments), len(deployments))
         ansible_playbook = _ansible_playbook(args.get("ansible_playbook"))
+
+        def report_of(outcomes, running=(), complete=False):
+            listed = [outcomes.get(d["id"]) or _fleet.waiting(d, d["id"] in running) for d in deployments]
+            summary = _fleet.verdict(listed)
+            return summary, {"deployments": listed, "serving": summary["serving"],
+                             "not_serving": summary["not_serving"], "invalid": summary["invalid"],
+                             "not_run": summary["not_run"], "max_failures": max_failures, "check_mode": check,
+                             "parallel": workers, "log_dir": log_dir, "complete": complete}
+
+        def write(report):
+            _files.write_private(report_path, json.dumps(report, indent=2, sort_keys=True) + "\n", ".specdec-fleet.")
+
+        def progress(outcomes, running):
+            # Each outcome is written as it ends; a report that cannot be written now is written at the end.
+            try:
+                write(report_of(outcomes, running)[1])
+            except OSError:
+                pass
+
         outcomes = _run_all(deployments, workers, max_failures,
-                            lambda dep: _run(ansible_playbook, dep, cli, log_dir, check))
-        summary = _fleet.verdict(outcomes)
-        report = {"deployments": outcomes, "serving": summary["serving"], "not_serving": summary["not_serving"],
-                  "not_run": summary["not_run"], "max_failures": max_failures,
-                  "check_mode": check, "parallel": workers, "log_dir": log_dir}
-        os.makedirs(os.path.dirname(report_path), exist_ok=True)
-        _files.write_private(report_path, json.dumps(report, indent=2, sort_keys=True) + "\n", ".specdec-fleet.")
+                            lambda dep: _run(ansible_playbook, dep, cli, log_dir, check), refused, progress)
+        summary, report = report_of({o["id"]: o for o in outcomes}, complete=True)
+        write(report)
         result.update(report)
         result["report"] = report_path
         result["changed"] = any(o["changed"] for o in outcomes)
-        if summary["not_serving"]:
+        if summary["not_serving"] or summary["invalid"]:
             result["failed"] = True
         result["msg"] = summary["msg"]
         return result

@@ -147,6 +147,8 @@ def fleet_stats(result):
     return {
         "serving": list(result.get("serving") or []),
         "not_serving": list(result.get("not_serving") or []),
+        # Refused by the checks made before any run (not started, left as they were).
+        "invalid": list(result.get("invalid") or []),
         "not_run": list(result.get("not_run") or []),
         "deployments": deployments,
         "report_path": result.get("report"),

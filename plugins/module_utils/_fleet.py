@@ -294,18 +294,23 @@ def select(fleet, wanted, hosts):
     They are returned in the order of ``wanted`` when it is given (a rolling change's batches follow it: a canary
     first), else in the inventory's order (which several inventory sources can reorder).
 
-    Returns ``(deployments, errors)``; errors are one line each (the inventory's problems, unknown ids, a deployment
-    with members outside ``hosts``), and nothing runs when there is one.
+    Returns ``(deployments, errors)``. Each deployment is a copy with ``problems``: its own problems, one line each
+    (its inventory's, such as an id that is not a plain file name, or members outside ``hosts``); such a deployment is
+    reported and not started, the others run. ``errors`` are the run's own problems (unknown ids, no deployment), and
+    nothing runs when there is one.
     """
     hosts = list(hosts or [])
-    pool = [d for d in fleet["deployments"] if set(d["members"]) & set(hosts)]
-    errors = []
-    for dep in pool:
-        errors += [e for e in dep["errors"] if e not in errors]
+    pool = []
+    for dep in fleet["deployments"]:
+        if not set(dep["members"]) & set(hosts):
+            continue
+        problems = list(dep["errors"])
         outside = [h for h in dep["members"] if h not in hosts]
         if outside:
-            errors.append("fleet_hosts: deployment %s has %s outside the group; put all its nodes in the group, or "
-                          "none." % (dep["id"], _names(outside)))
+            problems.append("fleet_hosts: deployment %s has %s outside the group; put all its nodes in the group, or "
+                            "none." % (dep["id"], _names(outside)))
+        pool.append(dict(dep, problems=problems))
+    errors = []
     if wanted:
         known = {d["id"]: d for d in pool}
         unknown = [w for w in wanted if w not in known]
@@ -477,22 +482,50 @@ def not_run(dep, max_failures):
                            % max_failures)
 
 
+def invalid(dep, problems):
+    """The outcome of a deployment that failed the checks made before any run: not started, left as it was."""
+    return _outcome(dep, rc=None, status="invalid", hosts={h: None for h in dep["members"]}, changed=0, deploy={},
+                    failures=[{"host": None, "task": None, "msg": line, "unreachable": False} for line in problems],
+                    reason="not started: its inventory has %d problem(s); it was left as it was" % len(problems))
+
+
+def crashed(dep, exc):
+    """The outcome of a deployment whose run could not be run or read (an exception in the code that runs it)."""
+    text = " ".join(str(exc).split())[:300]
+    return _outcome(dep, rc=None, status="failed", hosts={h: None for h in dep["members"]}, changed=0, deploy={},
+                    failures=[{"host": None, "task": None, "unreachable": False,
+                               "msg": "fleet_deploy could not run deployment %s: %s%s"
+                                      % (dep["id"], type(exc).__name__, (": " + text) if text else "")}])
+
+
+def waiting(dep, running):
+    """The report's entry of a deployment without an outcome yet: V(running), or V(pending) (not started yet)."""
+    return _outcome(dep, rc=None, status="running" if running else "pending", hosts={h: None for h in dep["members"]},
+                    changed=0, deploy={}, failures=[])
+
+
 def verdict(outcomes):
-    """The fleet run's summary: ids serving, not serving and not run, and one message line per failed deployment."""
+    """The fleet run's summary: ids serving, not serving, invalid and not run, and one message line per failed or
+    invalid deployment (outcomes still running or pending are in no list)."""
     serving = [o["id"] for o in outcomes if o["status"] in ("serving", "checked")]
     failed = [o["id"] for o in outcomes if o["status"] == "failed"]
+    refused = [o["id"] for o in outcomes if o["status"] == "invalid"]
     skipped = [o["id"] for o in outcomes if o["status"] == "not_run"]
     lines = []
     for o in outcomes:
-        if o["status"] != "failed":
+        if o["status"] not in ("failed", "invalid"):
             continue
         why = "; ".join("".join(part + ": " for part in (f["host"], f["task"]) if part) + f["msg"]
                         for f in o["failures"])
-        lines.append("%s (%s): %s" % (o["id"], _names(o["members"]), why))
+        lines.append("%s (%s): %s%s" % (o["id"], _names(o["members"]),
+                                        "not started: " if o["status"] == "invalid" else "", why))
     if skipped:
         lines.append("not started, the failure budget (fleet_max_failures) was spent; left as they were: %s"
                      % _names(skipped))
-    msg = ("%d of %d deployments failed, the others were left as their runs left them (serving: %s):\n- %s"
-           % (len(failed), len(outcomes), _names(serving) or "none", "\n- ".join(lines))) if failed else (
+    bad = len(failed) + len(refused)
+    msg = ("%d of %d deployments failed or were refused, the others were left as their runs left them (serving: %s):"
+           "\n- %s" % (bad, len(outcomes), _names(serving) or "none", "\n- ".join(lines))) if refused else (
+        "%d of %d deployments failed, the others were left as their runs left them (serving: %s):\n- %s"
+        % (len(failed), len(outcomes), _names(serving) or "none", "\n- ".join(lines))) if failed else (
         "%d deployment(s): %s" % (len(outcomes), _names(serving)))
-    return {"serving": serving, "not_serving": failed, "not_run": skipped, "msg": msg}
+    return {"serving": serving, "not_serving": failed, "invalid": refused, "not_run": skipped, "msg": msg}

@@ -28,8 +28,18 @@ description:
     C(ps)). Each reaches the run as C(--extra-vars @FILE), a mode 0600 file in a private (0700) temporary directory,
     in the same place among the other extra vars (the same precedence), removed when the run ends, failed or not.
     C(-e @file) is passed as given.
-  - Fails when any deployment does not serve, listing for each the node, the task and its message; the other
-    deployments are left as their runs left them (serving). The JSON report at O(report_path) holds the same.
+  - Before any run starts, every deployment is checked (in its inventory, a C(specdec_deployment_id) that is not a plain
+    file name or that YAML reads as a number, date or boolean, its head, its size, members outside O(hosts)). A
+    deployment that fails is reported with status V(invalid) and one line per problem, is not started (left as it
+    was), and counts against O(max_failures); the others run. Problems of the run itself (an unknown id in
+    O(deployments), an option that prompts, a bad setting) still start nothing.
+  - Fails when any deployment does not serve or was refused, listing for each the node, the task and its message; the
+    other deployments are left as their runs left them (serving). The JSON report at O(report_path) holds the same.
+  - The report is written as each deployment ends (deployments without an outcome yet are V(running) or V(pending),
+    and C(complete) is false until the last one has ended), so an interrupted fleet run keeps the outcomes it had.
+    An error in the code that runs one deployment (its run cannot start, its output cannot be read) is that
+    deployment's failure (status V(failed), rc null), never the fleet's. Log files are named by the id, which is a
+    plain file name; they never leave O(log_dir) whatever the id holds.
   - Why our own code (a run per deployment). Ansible stops a play's hosts together (C(any_errors_fatal)) or alone,
     never by deployment, and the rescue of a failed host runs only after the other hosts leave the block, so a pair
     could not stop both nodes before its peer went on. A separate run per deployment keeps the tested per-pair rules.
@@ -57,8 +67,8 @@ options:
     default: 0
   max_failures:
     description:
-      - Failure budget (C(fleet_max_failures)); once more than this many deployments have failed, no further run
-        starts (runs under way finish) and the deployments not started are returned with status V(not_run), left
+      - Failure budget (C(fleet_max_failures)); once more than this many deployments have failed (or were refused by
+        the checks before any run), no further run starts (runs under way finish) and the deployments not started are returned with status V(not_run), left
         as they were. Null runs every deployment whatever fails.
       - A rolling change is a run with O(parallel) as the batch size and a budget, e.g. C(-e fleet_parallel=1
         -e fleet_max_failures=0 -e specdec_server_max_draft_len=4 -e specdec_server_allow_restart=true); each
@@ -127,9 +137,13 @@ deployments:
     topology: {description: two_sparks or single_spark., type: str}
     members: {description: 'Inventory names of its nodes, head first.', type: list, elements: str}
     head: {description: The node that serves., type: str}
-    rc: {description: Exit code of its ansible-playbook run., type: int}
-    status: {description: 'V(serving), V(checked) (check mode), V(failed), or V(not_run) (the budget was spent).', type: str}
-    reason: {description: Why it was not run (status V(not_run) only)., type: str}
+    rc: {description: 'Exit code of its ansible-playbook run (null: not run, or it could not be run or read).', type: int}
+    status:
+      description: 'V(serving), V(checked) (check mode), V(failed), V(invalid) (refused by the checks before any run,
+        not started) or V(not_run) (the budget was spent). In the report while the fleet runs, also V(running) or
+        V(pending).'
+      type: str
+    reason: {description: Why it was not run (status V(not_run) or V(invalid) only)., type: str}
     hosts:
       description: 'Per node, the run''s recap (ok, changed, failures, unreachable, skipped, rescued, ignored; counts
         of tasks), or null for a node the run never reached.'
@@ -154,6 +168,12 @@ not_serving:
   returned: when the runs started
   type: list
   elements: str
+invalid:
+  description: Ids of the deployments refused by the checks made before any run (not started; the task fails when
+    there is one). Each counts against O(max_failures).
+  returned: when the runs started
+  type: list
+  elements: str
 not_run:
   description: Ids of the deployments not started because the failure budget (O(max_failures)) was spent.
   returned: when the runs started
@@ -167,8 +187,12 @@ parallel:
   description: How many runs ran at once.
   returned: when the runs started
   type: int
+complete:
+  description: Whether every deployment has its outcome (false only in the report while the fleet runs).
+  returned: when the runs started
+  type: bool
 report:
-  description: Path of the JSON report (the same keys as this result).
+  description: Path of the JSON report (the same keys as this result), written as each deployment ends.
   returned: when the runs started
   type: str
 msg:

@@ -54,8 +54,11 @@ FAKE = textwrap.dedent("""\
         if flag == "--extra-vars" and value.startswith("@") and os.path.exists(value[1:]):
             files[value[1:]] = {"mode": os.stat(value[1:]).st_mode & 0o777, "text": open(value[1:]).read(),
                                 "dir_mode": os.stat(os.path.dirname(os.path.abspath(value[1:]))).st_mode & 0o777}
+    # The fleet's report as this run finds it when it starts ($FAKE_REPORT; null when there is none yet).
+    report = os.environ.get("FAKE_REPORT")
+    seen = json.load(open(report)) if report and os.path.exists(report) else None
     with open(os.environ["FAKE_LOG"], "a") as log:
-        log.write(json.dumps({"argv": argv, "start": start, "end": time.time(), "files": files,
+        log.write(json.dumps({"argv": argv, "start": start, "end": time.time(), "files": files, "report": seen,
                               "cmdline": open("/proc/self/cmdline").read() if os.path.exists("/proc/self/cmdline") else "",
                               "callback": os.environ.get("ANSIBLE_STDOUT_CALLBACK"),
                               "custom_stats": os.environ.get("ANSIBLE_SHOW_CUSTOM_STATS")}) + "\\n")
@@ -267,9 +270,12 @@ def test_the_vars_files_are_removed_when_a_run_cannot_start(fake, monkeypatch, t
     real = fleet_deploy.tempfile.mkdtemp
     monkeypatch.setattr(fleet_deploy.tempfile, "mkdtemp", lambda **kw: made.append(real(dir=str(tmp_path), **kw)) or made[-1])
     fake.path = str(tmp_path / "no-such-ansible-playbook")
-    with pytest.raises(OSError):
-        run(FLEET, fake, deployments=["spark-5"], cli={"extra_vars": ("specdec_server_hf_token=%s" % SECRET,)})
+    result = run(FLEET, fake, deployments=["spark-5"], cli={"extra_vars": ("specdec_server_hf_token=%s" % SECRET,)})
     assert len(made) == 1 and not os.path.exists(made[0])
+    # The run that cannot start is that deployment's failure, reported (not a crash of the fleet).
+    assert result["failed"] is True and result["not_serving"] == ["spark-5"]
+    (failure,) = result["deployments"][0]["failures"]
+    assert failure["host"] is None and "No such file or directory" in failure["msg"] and SECRET not in failure["msg"]
 
 
 @pytest.mark.parametrize("args,cli,expected", [
@@ -286,13 +292,15 @@ def test_bad_input_runs_nothing(fake, args, cli, expected):
     assert stats.fleet_stats(result)["problems"] == result["msg"]
 
 
-def test_a_deployment_cut_by_the_group_runs_nothing(fake):
+def test_a_deployment_cut_by_the_group_is_reported_and_not_started(fake):
     source = fake.tmp / "cut.yml"
     source.write_text("all:\n  vars: {specdec_deployment_id: pair-x, specdec_head_host: a}\n"
                       "  children:\n    spark_nodes:\n      hosts: {a: {}}\n    elsewhere:\n      hosts: {b: {}}\n")
     result = run(source, fake)
-    assert result["msg"] == ("Fleet: 1 problem(s), no deployment was run:\n- fleet_hosts: deployment pair-x has b "
-                             "outside the group; put all its nodes in the group, or none.")
+    assert result["failed"] is True and result["invalid"] == ["pair-x"] and result["serving"] == []
+    assert result["deployments"][0]["failures"] == [
+        {"host": None, "task": None, "unreachable": False,
+         "msg": "fleet_hosts: deployment pair-x has b outside the group; put all its nodes in the group, or none."}]
     assert fake.runs() == []
 
 
@@ -355,6 +363,99 @@ def test_todays_layout_is_one_pair(fake):
     (only,) = fake.runs()
     assert only["argv"][only["argv"].index("--limit") + 1] == "spark-1,spark-2"
     assert only["argv"][-1].endswith("two_sparks.yml")
+
+
+# --- the fleet never loses a result (issue 25, item 3) -------------------------------------------------------------
+
+def _with_pair_b_id(fake, value):
+    source = fake.tmp / "fleet.yml"
+    source.write_text(FLEET.read_text().replace("specdec_deployment_id: pair-b", "specdec_deployment_id: " + value))
+    return source
+
+
+@pytest.mark.parametrize("value,dep_id,line", [
+    ('"../escape"', "../escape", 'specdec_deployment_id on spark-3: "../escape" is not a plain file name'),
+    ('"pair/b"', "pair/b", 'specdec_deployment_id on spark-3: "pair/b" is not a plain file name'),
+    ("1", "1", "specdec_deployment_id on spark-3: 1 is an integer, not a string"),
+    ("2026-11-27", "2026-11-27", "specdec_deployment_id on spark-3: 2026-11-27 is a date, not a string"),
+])
+def test_an_invalid_deployment_is_reported_and_not_started_and_the_others_run(fake, value, dep_id, line):
+    result = run(_with_pair_b_id(fake, value), fake)
+    assert sorted(by_limit(fake.runs())) == ["spark-1,spark-2", "spark-5"]
+    assert result["failed"] is True and result["serving"] == ["pair-a", "spark-5"]
+    assert result["invalid"] == [dep_id] and result["not_serving"] == [] and result["not_run"] == []
+    invalid = result["deployments"][1]
+    assert (invalid["id"], invalid["status"], invalid["rc"]) == (dep_id, "invalid", None)
+    assert invalid["hosts"] == {"spark-3": None, "spark-4": None}
+    assert [f["msg"].split(";")[0].split(" (")[0] for f in invalid["failures"]] == [
+        line.split(" (")[0], line.replace("spark-3", "spark-4").split(" (")[0]]
+    assert any(line in m for m in result["msg"].split("\n")), result["msg"]
+    report = json.loads(pathlib.Path(result["report"]).read_text())
+    assert report["invalid"] == [dep_id] and report["deployments"][1]["status"] == "invalid"
+    # Nothing was written outside the log directory.
+    assert sorted(os.listdir(str(fake.tmp / "logs"))) == ["pair-a.json", "pair-a.stderr", "spark-5.json", "spark-5.stderr"]
+    assert not (fake.tmp / "escape.json").exists()
+    assert stats.fleet_stats(result)["invalid"] == [dep_id]
+
+
+def test_an_invalid_deployment_counts_against_the_failure_budget(fake):
+    source = _with_pair_b_id(fake, "1")
+    result = run(source, fake, parallel=1, max_failures=0)
+    assert fake.runs() == [] and result["invalid"] == ["1"] and result["not_run"] == ["pair-a", "spark-5"]
+    assert [d["status"] for d in result["deployments"]] == ["not_run", "invalid", "not_run"]
+    # A budget of one: pair-a runs and fails, the second failure: spark-5 is not started.
+    fake.set_plan({"spark-1,spark-2": {"rc": 2, "fail": {"spark-2": ["Restart the server", "no /health"]}}})
+    result = run(source, fake, parallel=1, max_failures=1)
+    assert list(by_limit(fake.runs())) == ["spark-1,spark-2"]
+    assert result["not_serving"] == ["pair-a"] and result["invalid"] == ["1"] and result["not_run"] == ["spark-5"]
+
+
+def test_the_report_is_written_as_each_deployment_ends(fake, monkeypatch):
+    monkeypatch.setenv("FAKE_REPORT", str(fake.tmp / "fleet.json"))
+    fake.set_plan({"spark-3,spark-4": {"rc": 2, "fail": {"spark-4": ["Start the container", "image not found"]}}})
+    result = run(_with_pair_b_id(fake, "pair-b"), fake, parallel=1)
+    runs = fake.runs()
+    assert [r["argv"][r["argv"].index("--limit") + 1] for r in runs] == ["spark-1,spark-2", "spark-3,spark-4", "spark-5"]
+    # Each run finds the outcomes of the runs before it in the report, and itself as running.
+    assert [[d["status"] for d in r["report"]["deployments"]] for r in runs[1:]] == [
+        ["serving", "running", "pending"], ["serving", "failed", "running"]]
+    assert runs[2]["report"]["not_serving"] == ["pair-b"] and runs[2]["report"]["complete"] is False
+    final = json.loads(pathlib.Path(result["report"]).read_text())
+    assert final["complete"] is True and [d["status"] for d in final["deployments"]] == ["serving", "failed", "serving"]
+
+
+def test_a_crash_in_one_worker_is_that_deployments_failure(fake, monkeypatch):
+    real = fleet_deploy._fleet.summarize
+
+    def summarize(dep, *args, **kwargs):
+        if dep["id"] == "pair-b":
+            raise RuntimeError("the parser broke")
+        return real(dep, *args, **kwargs)
+    monkeypatch.setattr(fleet_deploy._fleet, "summarize", summarize)
+    result = run(FLEET, fake)
+    assert len(fake.runs()) == 3
+    assert result["failed"] is True and result["serving"] == ["pair-a", "spark-5"]
+    assert result["not_serving"] == ["pair-b"]
+    crashed = result["deployments"][1]
+    assert crashed["status"] == "failed" and crashed["rc"] is None
+    assert crashed["failures"] == [{"host": None, "task": None, "unreachable": False,
+                                    "msg": "fleet_deploy could not run deployment pair-b: RuntimeError: the parser "
+                                           "broke"}]
+    report = json.loads(pathlib.Path(result["report"]).read_text())
+    assert [d["status"] for d in report["deployments"]] == ["serving", "failed", "serving"]
+
+
+@pytest.mark.parametrize("dep_id", ["../outside", "../../outside", "..", "a/../../outside", "a/b"])
+def test_an_id_with_dotdot_never_writes_outside_the_log_dir(fake, dep_id):
+    # Defence in depth: such an id is refused before any run; the run's files stay in the log directory anyway.
+    log_dir = fake.tmp / "deep" / "logs"
+    log_dir.mkdir(parents=True)
+    dep = {"id": dep_id, "topology": "single_spark", "members": ["spark-5"], "head": "spark-5"}
+    before = {str(p) for p in fake.tmp.rglob("*")}
+    outcome = fleet_deploy._run(fake.path, dep, {"inventory": (str(FLEET),)}, str(log_dir), False)
+    made = {str(p) for p in fake.tmp.rglob("*")} - before - {str(fake.tmp / "runs.jsonl")}
+    assert made and all(os.path.dirname(p) == str(log_dir) for p in made), made
+    assert os.path.dirname(outcome["log"]) == str(log_dir) and outcome["status"] == "serving"
 
 
 # --- the pure parts -------------------------------------------------------------------------------------------------
