@@ -46,8 +46,8 @@ def id_problem(host, value):
         return None
     if isinstance(value, bool):
         return ("%s: %s is a boolean, not a string (YAML reads unquoted yes, no, true, false, on and off as booleans); "
-                "quote it, e.g. specdec_deployment_id: \"%s\"." % (where, "true" if value else "false",
-                                                                     "yes" if value else "no"))
+                "quote it, e.g. specdec_deployment_id: \"%s\"."
+                % (where, "true" if value else "false", "yes" if value else "no"))
     if isinstance(value, int):
         return ("%s: %d is an integer, not a string (YAML reads unquoted digits as a number); quote it, e.g. "
                 "specdec_deployment_id: \"%d\"." % (where, value, value))

@@ -171,7 +171,7 @@ ID_LINES = [
     (42, 'specdec_deployment_id on a1: 42 is an integer, not a string (YAML reads unquoted digits as a number); quote '
          'it, e.g. specdec_deployment_id: "42".'),
     (1.5, 'specdec_deployment_id on a1: 1.5 is a number, not a string (YAML reads unquoted digits as a number); quote '
-           'it, e.g. specdec_deployment_id: "1.5".'),
+          'it, e.g. specdec_deployment_id: "1.5".'),
     (True, 'specdec_deployment_id on a1: true is a boolean, not a string (YAML reads unquoted yes, no, true, false, on '
            'and off as booleans); quote it, e.g. specdec_deployment_id: "yes".'),
     (False, 'specdec_deployment_id on a1: false is a boolean, not a string (YAML reads unquoted yes, no, true, false, '
