@@ -28,9 +28,10 @@ run_stage() {  # run_stage NAME: runs `make NAME`, writes "<rc> <seconds>" to $d
   return "$rc"
 }
 
-bg=""
+bg="" failed_static=""
 if [ "${SERIAL:-0}" = 1 ]; then
-  for stage in $static; do run_stage "$stage" || break; done
+  # One after the other: a failed static stage ends the run before Molecule.
+  for stage in $static; do run_stage "$stage" || { failed_static=1; break; }; done
 else
   echo "== static stages ($static) run in the background; their output: $dir/<stage>.log"
   (
@@ -43,10 +44,6 @@ else
   renice -n 19 -p "$bg" >/dev/null 2>&1 || true
   ionice -c 3 -p "$bg" >/dev/null 2>&1 || true
 fi
-failed_static=""
-for stage in $static; do
-  [ -f "$dir/$stage.result" ] && [ "$(cut -d' ' -f1 "$dir/$stage.result")" != 0 ] && failed_static=1
-done
 if [ -z "$failed_static" ]; then
   run_stage "$molecule" || true
 fi
