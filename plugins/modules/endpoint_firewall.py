@@ -305,9 +305,10 @@ def _node(module):
 def _run(module, argv, done):
     rc, out, err = module.run_command(argv, environ_update=_ENV)
     if rc != 0:
+        what = " ".join(argv[1:]) or "ufw"
+        why = " ".join((err or out).split())
         module.fail_json(msg="%s failed on %s (rc %s): %s; the firewall is partly changed, run again after fixing "
-                             "ufw (sudo ufw status)." % (" ".join(argv[1:]) or "ufw", _node(module), rc,
-                                                        " ".join((err or out).split())),
+                             "ufw (sudo ufw status)." % (what, _node(module), rc, why),
                          commands=done + [argv], changed=bool(done))
     done.append(argv)
 

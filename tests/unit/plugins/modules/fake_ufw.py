@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 """A fake ``ufw`` for the unit tests of sparkops.specdec.endpoint_firewall, put on PATH as ``ufw``.
 
