@@ -5,19 +5,17 @@
 from the client networks the user lists (specdec_server_allowed_networks), while the Ansible SSH connection, the fabric
 (every protocol on the fabric interfaces: OpenMPI and NCCL use random TCP ports) and the container sshd stay open.
 
-The role applies the plan with community.general.ufw; this module decides which rules, checks the networks (netaddr,
-as ansible.utils' ipaddr does), refuses before any change (ufw missing, ufw inactive without consent, a rule that
-would lock out the Ansible connection) and plans the teardown: only the rules carrying our comment go.
+The node-side module sparkops.specdec.endpoint_firewall reads ufw, plans with this file and applies the plan with the
+ufw command line (the controller-side action firewall_plan plans from the role's old probe the same way). This file
+decides which rules, checks the networks (the standard library's ipaddress: it runs on the node too), refuses before
+any change (ufw missing, ufw inactive without consent, a rule that would lock out the Ansible connection) and plans
+the teardown: only the rules carrying our comment go.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
-
-try:
-    import netaddr
-except ImportError:  # controller-side only (the action plugin); the error names the fix
-    netaddr = None
 
 # Every rule we add carries a comment starting with this (ufw keeps it in user.rules, hex-encoded).
 TAG = "sparkops-specdec"
@@ -36,30 +34,24 @@ def is_ours(comment):
 
 
 def network_problem(value, shown):
-    """Why ``value`` is not a client network in CIDR form (checked with netaddr), or None."""
-    if netaddr is None:
-        return ("%s cannot be checked: the controller lacks the Python library netaddr (ansible.utils needs it too); "
-                "pip install netaddr in the controller's Python." % shown)
+    """Why ``value`` is not a client network in CIDR form (checked with ipaddress), or None."""
     text = str(value).strip()
     try:
-        net = netaddr.IPNetwork(text) if text and "/" in text or _is_address(text) else None
-    except (netaddr.AddrFormatError, ValueError, TypeError):
+        net = ipaddress.ip_interface(text) if text else None
+    except (ValueError, TypeError):
         net = None
     if net is None:
         return ("%s is not an IP network; write it in CIDR form, e.g. 192.168.1.0/24, 192.168.1.7/32 or 2001:db8::/64 "
                 "(0.0.0.0/0 admits every IPv4 client)." % shown)
-    if net.ip != net.network:
+    if net.ip != net.network.network_address:
         return ("%s has host bits set; write the network, %s (or %s/%d for the one address)."
-                % (shown, net.cidr, net.ip, 32 if net.version == 4 else 128))
+                % (shown, net.network, net.ip, net.max_prefixlen))
     return None
 
 
-def _is_address(text):
-    try:
-        netaddr.IPAddress(text)
-    except (netaddr.AddrFormatError, ValueError, TypeError):
-        return False
-    return True
+def _cidr(text):
+    """The network of ``text`` (an address or a CIDR, host bits ignored) in CIDR form; ValueError when it is none."""
+    return str(ipaddress.ip_interface(str(text).strip()).network)
 
 
 def normalize_network(value):
@@ -67,7 +59,7 @@ def normalize_network(value):
     problem = network_problem(value, repr(value))
     if problem:
         return None, "specdec_server_allowed_networks: " + problem
-    return str(netaddr.IPNetwork(str(value).strip()).cidr), None
+    return _cidr(value), None
 
 
 def _norm_source(value):
@@ -75,11 +67,9 @@ def _norm_source(value):
     text = str(value or "any").strip()
     if text in _ANY_SOURCES:
         return "any"
-    if netaddr is None:
-        return text
     try:
-        return str(netaddr.IPNetwork(text).cidr)
-    except (netaddr.AddrFormatError, ValueError, TypeError):
+        return _cidr(text)
+    except (ValueError, TypeError):
         return text
 
 
@@ -131,11 +121,9 @@ def port_covers(dport, port):
 def source_covers(source, address):
     if source == "any" or not address:
         return True
-    if netaddr is None:
-        return False
     try:
-        return netaddr.IPAddress(address) in netaddr.IPNetwork(source)
-    except (netaddr.AddrFormatError, ValueError, TypeError):
+        return ipaddress.ip_address(str(address).strip()) in ipaddress.ip_network(str(source).strip(), strict=False)
+    except (ValueError, TypeError):
         return False
 
 
@@ -199,7 +187,10 @@ def wanted_rules(networks, port, ssh_port, fabric_interfaces, fabric_networks, c
 def _fabric_networks(addresses):
     nets = []
     for cidr in addresses or []:
-        net = _norm_source(str(netaddr.IPNetwork(str(cidr)).cidr)) if netaddr is not None else str(cidr)
+        try:
+            net = _norm_source(_cidr(cidr))
+        except (ValueError, TypeError):
+            net = str(cidr)
         if net not in nets:
             nets.append(net)
     return nets

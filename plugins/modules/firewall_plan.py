@@ -25,10 +25,12 @@ description:
     network removed from the list) is deleted; a client network added after the reject rule makes the reject rule go
     and come back last.
   - "It refuses, before any change, with one line naming the setting and the fix: a network that is not an IP network
-    in CIDR form (checked with netaddr, as ansible.utils' ipaddr does) or has host bits set; C(ufw) not installed;
+    in CIDR form (checked with Python's ipaddress) or has host bits set; C(ufw) not installed;
     ufw inactive without O(consent) (enabling it denies every other incoming connection); the endpoint port equal to
     the SSH port; two nodes without their fabric interfaces; an existing deny or reject rule of someone else that
     matches the Ansible connection (its client address and port) and would, ahead of ours, lock Ansible out."
+  - The C(specdec_server) role no longer calls it; it uses the node-side M(sparkops.specdec.endpoint_firewall), which
+    reads ufw, plans with the same decisions and applies in one call. This action stays for playbooks that call it.
   - "O(state=absent) (teardown): the rules carrying a C(sparkops-specdec) comment are deleted, and ufw is disabled
     again when this collection enabled it (the probe's marker). When ufw stays active and no other rule (nor an allow
     default) admits the Ansible connection, our SSH rule stays, and RV(kept) says so."
@@ -102,9 +104,8 @@ notes:
   - The node's C(ansible_port) (or C(ansible_ssh_port)) is read from its variables.
   - C(changed) is true when the firewall differs from the plan, so that check mode and C(--diff) show it; the
     M(community.general.ufw) tasks after it make the change.
-requirements:
-  - netaddr (on the controller)
 seealso:
+  - module: sparkops.specdec.endpoint_firewall
   - module: community.general.ufw
   - module: sparkops.specdec.specdec_plan
 """
