@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import re
 
-from ansible_collections.sparkops.specdec.plugins.module_utils._ssh_mesh import (  # noqa: F401 (re-exported)
-    CONTAINER_HOST_KEY, MESH_DIR, MESH_FILES, MESH_KEY)
+from ansible_collections.sparkops.specdec.plugins.module_utils._ssh_mesh import CONTAINER_HOST_KEY, MESH_DIR
 
 # ---------------------------------------------------------------------------------------------
 # trtllm_container

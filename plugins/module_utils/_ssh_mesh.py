@@ -231,8 +231,8 @@ class Mesh(object):
         except OSError as exc:
             raise MeshError("ssh_mesh: %s failed on %s: %s; install openssh-client." % (argv[0], self.name, exc)) from None
         if proc.returncode != 0:
-            raise MeshError("ssh_mesh: %s failed on %s (rc %d): %s" % (" ".join(argv), self.name, proc.returncode,
-                                                                     " ".join(proc.stderr.split())[:300]))
+            raise MeshError("ssh_mesh: %s failed on %s (rc %d): %s"
+                            % (" ".join(argv), self.name, proc.returncode, " ".join(proc.stderr.split())[:300]))
         return proc.stdout
 
     @staticmethod
