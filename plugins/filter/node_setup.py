@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: sparkops maintainers
 # Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
-"""PRIVATE filters of the ssh_mesh and trtllm_container roles (the logic is in module_utils/_container.py).
+"""PRIVATE filters of the trtllm_container role (the logic is in module_utils/_container.py).
 
 - ``settings | sparkops.specdec.trtllm_container_spec``: the docker_container parameters of the engine container.
 - ``settings | sparkops.specdec.trtllm_container_mounts``: its bind mounts, each with the type its source must have
@@ -18,12 +18,6 @@
   pull or load (what docker's message means, and the fix).
 - ``hostvars | sparkops.specdec.trtllm_container_sshd_targets(hosts, hostfile_hosts)``: what the head probes
   before mpirun (module container_sshd_wait): each hostfile address with the node whose container sshd listens there.
-- ``hostvars | sparkops.specdec.ssh_mesh_node(me, hosts, group, addresses, host_key_dir, key_name)``: this node's
-  mesh identity from its read (``__ssh_mesh_read``), after checking that every node of the group has the same
-  cluster user.
-- ``hostvars | sparkops.specdec.ssh_mesh_files(me, hosts, key_name, ssh_port)``: the marked blocks of this node's
-  ``~/.ssh`` and the peer addresses to verify, from every node's identity (``__ssh_mesh_node``) and the keys
-  created in this run (``__ssh_mesh_created``).
 
 A refusal fails the task that uses the filter, before the task changes anything, with a one-line message.
 """
@@ -34,10 +28,6 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _container
 
-# The ssh_mesh role's registered read, published identity and created keys (of every node of the group).
-READ = "__ssh_mesh_read"
-NODE = "__ssh_mesh_node"
-CREATED = "__ssh_mesh_created"
 # The trtllm_container role's container spec (set on every node; its environment names the sshd listen addresses).
 SPEC = "__trtllm_container_spec"
 
@@ -140,35 +130,6 @@ def trtllm_container_sshd_targets(hostvars, hosts, hostfile_hosts):
         raise AnsibleFilterError(str(exc)) from None
 
 
-def _read(hostvars, host):
-    """The ssh_mesh read of a host: the name=value lines of both parts of its loop, as a dict (None if it did not run)."""
-    read = _hostvar(hostvars, host, READ)
-    if not read or not read.get("results"):
-        return None
-    lines = [line for result in read["results"] for line in (result.get("stdout_lines") or [])]
-    return _container.parse_read(lines)
-
-
-def ssh_mesh_node(hostvars, me, hosts, group, addresses, host_key_dir, key_name):
-    try:
-        _container.same_user({h: (_read(hostvars, h) or {}).get("user") for h in hosts}, group)
-        return _container.mesh_node(_read(hostvars, me) or {}, me, addresses, host_key_dir, key_name)
-    except _container.MeshError as exc:
-        raise AnsibleFilterError(str(exc)) from None
-
-
-def ssh_mesh_files(hostvars, me, hosts, key_name, ssh_port):
-    nodes, pubs = {}, {}
-    for host in hosts:
-        node = _hostvar(hostvars, host, NODE)
-        if not node:
-            raise AnsibleFilterError("ssh_mesh: %s did not publish its mesh identity (not in this play?)." % host)
-        nodes[host] = node
-        created = _hostvar(hostvars, host, CREATED) or {}
-        pubs[host] = _container.node_pubs(node, created.get("results"))
-    return _container.mesh_files(me, nodes, pubs, key_name, ssh_port)
-
-
 class FilterModule(object):
     def filters(self):
         return {
@@ -181,6 +142,4 @@ class FilterModule(object):
             "trtllm_image_problems": trtllm_image_problems,
             "trtllm_image_fetch_failure": trtllm_image_fetch_failure,
             "trtllm_container_sshd_targets": trtllm_container_sshd_targets,
-            "ssh_mesh_node": ssh_mesh_node,
-            "ssh_mesh_files": ssh_mesh_files,
         }

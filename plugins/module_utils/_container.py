@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: sparkops maintainers
 # Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
-"""PRIVATE: node and container plumbing of the docker_group, ssh_mesh and trtllm_container roles, as pure
+"""PRIVATE: node and container plumbing of the docker_group and trtllm_container roles, as pure
 functions (no Ansible, no I/O). Not a public API of sparkops.specdec.
 
 * trtllm_container: the ``community.docker.docker_container`` parameters of the long-lived engine container
@@ -9,10 +9,7 @@ functions (no Ansible, no I/O). Not a public API of sparkops.specdec.
   have and the problems of the sources found on the node, the consent rule for recreating a running
   container, the image facts the plan reads (``trtllm_container_image_info``), and which image with sshd a
   multi-node container runs (the image itself, a derived or named one, or a derived one to build first).
-* ssh_mesh: the node's mesh identity from its probe, the directories that need creating or fixing, the public keys
-  read from the node, the three marked blocks every node writes (``authorized_keys``, the pinned host keys,
-  ``~/.ssh/config``) plus the peer addresses to verify, and the container mesh files (the containers' own key pair,
-  authorized_keys and known_hosts: the deploy user's ``~/.ssh`` never enters a container).
+The ssh_mesh role's node state (keys, marked blocks, container mesh files) is module_utils/_ssh_mesh.py's.
 
 Every refusal is one line naming the setting or the node and the fix; callers raise it as their error.
 """
@@ -20,6 +17,8 @@ Every refusal is one line naming the setting or the node and the fix; callers ra
 from __future__ import annotations
 
 import re
+
+from ansible_collections.sparkops.specdec.plugins.module_utils._ssh_mesh import CONTAINER_HOST_KEY, MESH_DIR
 
 # ---------------------------------------------------------------------------------------------
 # trtllm_container
@@ -730,199 +729,3 @@ def same_image_problem(images, image, setting="trtllm_container_image", conseque
     line = ("%s: the nodes of this deployment hold different images under %s (%s); TP=2 ranks must run one engine "
             "build: %s." % (setting, image, ", ".join("%s: %s" % hi for hi in ids), fix))
     return "%s %s" % (line, consequence) if consequence else line
-
-
-# ---------------------------------------------------------------------------------------------
-# ssh_mesh
-# ---------------------------------------------------------------------------------------------
-
-# The peers' pinned host keys live in a file of their own, named by the mesh's Host block as the only user
-# known-hosts file for the peers' addresses: a stale or re-keyed entry elsewhere cannot vouch for a peer.
-KNOWN_HOSTS = "known_hosts_sparkops"
-NODE_HOST_KEY = "/etc/ssh/ssh_host_ed25519_key.pub"
-CONTAINER_HOST_KEY = "ssh_host_ed25519_key"
-# The container mesh: a directory of the host key directory (root, 0700) mounted read-only as the container root's
-# ~/.ssh, holding exactly the container's own mesh key (MESH_KEY, no .pub: its public half is read with ssh-keygen -y),
-# authorized_keys (the deployment members' container mesh keys, each usable only from its node's fabric addresses)
-# and known_hosts (the members' container host keys on their fabric addresses and the container port).
-MESH_DIR = "mesh"
-MESH_KEY = "id_ed25519"
-MESH_FILES = ("authorized_keys", "known_hosts", MESH_KEY)
-# Keys of the read's ``name=value`` lines.
-_READ_KEYS = ("user", "home", "ssh_dir", "key_dir", "mesh_key", "container_key", "mesh_pub", "host_pub", "container_pub",
-              "mesh_dir", "container_mesh_key", "container_mesh_pub", "container_key_dir")
-
-
-class MeshError(ValueError):
-    """A one-line refusal about the mesh (user, nodes, keys)."""
-
-
-def parse_read(lines):
-    """The ssh_mesh read of a node (``name=value`` lines of both its parts) as a dict; unknown names are ignored."""
-    out = {}
-    for line in lines or []:
-        name, sep, value = str(line).partition("=")
-        if sep and name in _READ_KEYS and name not in out:
-            out[name] = value.strip()
-    return out
-
-
-def _stat(text):
-    parts = (text or "").split("|")
-    if len(parts) != 4:
-        return None
-    return {"type": parts[0], "mode": parts[1], "owner": parts[2], "group": parts[3]}
-
-
-def mesh_node(read, me, addresses, host_key_dir, key_name):
-    """This node's mesh identity from its read: user, home, addresses, public keys, and what to create or fix.
-
-    - fix_dirs: ~/.ssh (a directory of the user, 0700) and the container host key directory (root:root, 0700) when
-      they are not so (the file module then creates or fixes them);
-    - clear_dirs: an empty directory Docker created where the container host key belongs (removed with rmdir, then
-      the key is created);
-    - create_keys: the mesh key (as the user) and the container sshd host key (as root) whose private key is missing
-      (ssh-keygen then creates it; an existing key is never replaced);
-    - pubs: the public keys read (mesh, host = node sshd, container), '' for a key not there yet.
-    Raises MeshError when the read has no user or home, or the node sshd has no ed25519 host key.
-    """
-    if not read.get("user") or not read.get("home"):
-        raise MeshError("ssh_mesh: the read of %s printed no user and home (%s)." % (me, read))
-    user, home = read["user"], read["home"]
-    if not read.get("host_pub"):
-        raise MeshError("ssh_mesh: %s has no ed25519 host key for its sshd (%s); the mesh pins it. Create it "
-                        "(ssh-keygen -A) and re-run." % (me, NODE_HOST_KEY))
-    fix = []
-    host_key_dir = str(host_key_dir).rstrip("/")
-    mesh_dir = "%s/%s" % (host_key_dir, MESH_DIR)
-    for want, have in (({"path": home + "/.ssh", "owner": user}, _stat(read.get("ssh_dir"))),
-                       ({"path": host_key_dir, "owner": "root", "group": "root"}, _stat(read.get("key_dir"))),
-                       ({"path": mesh_dir, "owner": "root", "group": "root"}, _stat(read.get("mesh_dir")))):
-        if (not have or have["type"] != "directory" or have["mode"] != "700" or have["owner"] != want["owner"]
-                or have["group"] != want.get("group", have["group"])):
-            fix.append(want)
-    clear = []
-    key_path = "%s/%s" % (host_key_dir, CONTAINER_HOST_KEY)
-    if read.get("container_key_dir") not in (None, ""):
-        # Docker creates a missing bind-mount source as a directory (a container started before the key existed, e.g.
-        # restarted by its restart policy on a node whose /etc was reset): an empty one is ours to remove.
-        if str(read["container_key_dir"]).strip() != "0":
-            raise MeshError("ssh_mesh: %s on %s is a directory with files in it, where the container sshd host key "
-                            "belongs; move it away (it is not ours) and re-run." % (key_path, me))
-        clear.append(key_path)
-    create = []
-    if not read.get("mesh_key"):
-        create.append({"role": "mesh", "path": "%s/.ssh/%s" % (home, key_name), "owner": user,
-                       "comment": "%s@%s sparkops-mesh" % (user, me)})
-    if not read.get("container_key"):
-        create.append({"role": "container", "path": "%s/%s" % (host_key_dir, CONTAINER_HOST_KEY), "owner": "root",
-                       "comment": "trtllm-container@%s" % me})
-    if not read.get("container_mesh_key"):
-        # Its .pub is removed after creation (keep=drop): the mesh directory holds only MESH_FILES.
-        create.append({"role": "container_mesh", "path": "%s/%s" % (mesh_dir, MESH_KEY), "owner": "root",
-                       "comment": "trtllm-mesh@%s" % me, "keep": "drop"})
-    for key in create:
-        key.setdefault("keep", "pub")
-    return {
-        "user": user,
-        "home": home,
-        "addresses": [str(a) for a in _list(addresses)],
-        "mesh_dir": mesh_dir,
-        "fix_dirs": fix,
-        "clear_dirs": clear,
-        "create_keys": create,
-        "pubs": {"mesh": read.get("mesh_pub", ""), "host": read["host_pub"], "container": read.get("container_pub", ""),
-                 "container_mesh": read.get("container_mesh_pub", "")},
-    }
-
-
-def same_user(users, group):
-    """Raise MeshError unless every node of the group has the same cluster user; users: host -> user or None."""
-    missing = [h for h, u in users.items() if not u]
-    if missing:
-        raise MeshError("ssh_mesh: %s of group %s did not run the mesh (not in this play, e.g. --limit); the mesh needs "
-                        "every node of the group." % (", ".join(missing), group))
-    if len(set(users.values())) > 1:
-        raise MeshError("The cluster user differs between nodes (%s). MPI and the runbook need the same user name on both "
-                        "Sparks: set ssh_mesh_user or ansible_user." % ", ".join("%s: %s" % hu for hu in users.items()))
-
-
-def node_pubs(node, created):
-    """A node's public keys: as read, or as printed by ssh-keygen for a key created in this run.
-
-    created: the loop results of the key creation (each with item.role and stdout, the new public key), or None.
-    """
-    pubs = dict(node.get("pubs") or {})
-    for result in created or []:
-        role = (result.get("item") or {}).get("role")
-        lines = str(result.get("stdout") or "").strip().splitlines()
-        if role and lines:
-            pubs[role] = lines[-1].strip()
-    return pubs
-
-
-def _type_and_key(line):
-    return " ".join(line.split()[0:2])
-
-
-def mesh_files(me, nodes, pubs, key_name, ssh_port):
-    """The marked blocks of one node's ~/.ssh and the peer addresses to verify.
-
-    me: this node's inventory name; nodes: host -> mesh_node() (group order); pubs: host -> node_pubs().
-    Returns {'files': [{'name', 'block'} for authorized_keys, KNOWN_HOSTS, config], 'peers': [address, ...]}.
-    A key that is not there (check mode on a new node) is left out.
-    """
-    trusted, pinned, everyone = [], [], []
-    for host, node in nodes.items():
-        keys = pubs.get(host) or {}
-        addresses = node["addresses"]
-        everyone += addresses
-        if keys.get("mesh"):
-            trusted.append(keys["mesh"])
-        if keys.get("host"):
-            pinned.append("%s %s" % (",".join(addresses), _type_and_key(keys["host"])))
-        if keys.get("container"):
-            names = ",".join("[%s]:%s" % (a, ssh_port) for a in addresses)
-            pinned.append("%s %s" % (names, _type_and_key(keys["container"])))
-    config = "\n".join([
-        "Host %s" % " ".join(everyone),
-        "    IdentityFile ~/.ssh/%s" % key_name,
-        "    IdentitiesOnly yes",
-        "    UserKnownHostsFile ~/.ssh/%s" % KNOWN_HOSTS,
-    ])
-    peers = [a for host, node in nodes.items() if host != me for a in node["addresses"]]
-    return {
-        "files": [
-            {"name": "authorized_keys", "block": "\n".join(trusted)},
-            {"name": KNOWN_HOSTS, "block": "\n".join(pinned)},
-            {"name": "config", "block": config},
-        ],
-        "peers": peers,
-        "container_files": container_mesh_files(me, nodes, pubs, ssh_port),
-    }
-
-
-def container_mesh_files(me, nodes, pubs, ssh_port):
-    """The files ssh_mesh writes in this node's container mesh directory (besides the key): whole files, ours alone.
-
-    - authorized_keys: the container mesh key of every member of the deployment (this node included: mpirun may ssh
-      to its own node), each as ``restrict,from="<that node's fabric addresses>"``: usable only from that node, for
-      commands only (no forwarding, no pty; OpenMPI starts its daemons with a plain ssh command);
-    - known_hosts: every member's container host key on ``[address]:port`` for each fabric address.
-    A key that is not there yet (check mode on a new node) is left out. Returns [{'path', 'content', 'mode'}].
-    """
-    trusted, pinned = [], []
-    for host, node in nodes.items():
-        keys = pubs.get(host) or {}
-        addresses = [str(a) for a in node["addresses"]]
-        if keys.get("container_mesh"):
-            key = _type_and_key(keys["container_mesh"])
-            trusted.append('restrict,from="%s" %s trtllm-mesh@%s' % (",".join(addresses), key, host))
-        if keys.get("container"):
-            pinned.append("%s %s" % (",".join("[%s]:%s" % (a, ssh_port) for a in addresses),
-                                     _type_and_key(keys["container"])))
-    mesh_dir = nodes[me].get("mesh_dir") or ""
-    return [
-        {"path": "%s/authorized_keys" % mesh_dir, "content": "\n".join(trusted) + "\n", "mode": "0600"},
-        {"path": "%s/known_hosts" % mesh_dir, "content": "\n".join(pinned) + "\n", "mode": "0644"},
-    ]

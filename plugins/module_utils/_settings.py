@@ -82,6 +82,7 @@ RESULTS = (
     'specdec_server_state_file',
     'specdec_server_tool_call',
     'specdec_settings',
+    'ssh_mesh_identity',
     'teardown_result',
     'trtllm_container_image_info',
     'trtllm_container_mounts',
