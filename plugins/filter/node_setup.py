@@ -11,34 +11,26 @@
   ``image | sparkops.specdec.trtllm_sshd_image_name(named)``: the derived (or named) image to look for;
   ``msg | sparkops.specdec.trtllm_sshd_build_failure(image, base, host)``: the one-line error of a failed build.
 - ``image | sparkops.specdec.trtllm_image_reference_problems(source)``: the problems of the image reference before
-  anything changes (a malformed digest, a digest with an archive); ``hostvars |
-  sparkops.specdec.trtllm_image_problems(me, hosts, image)``: after the pull or load, a pinned image that does not
-  carry its digest, and different images under one name on the nodes of the deployment (TP=2 ranks run one build);
+  anything changes (a malformed digest, a digest with an archive); ``pulled |
+  sparkops.specdec.trtllm_image_problems(me, image)`` (``pulled``: each node's ``trtllm_container_pulled``): after
+  the pull or load, a pinned image that does not carry its digest, and different images under one name on the nodes
+  of the deployment (TP=2 ranks run one build);
   ``msg | sparkops.specdec.trtllm_image_fetch_failure(image, source, host, archive)``: the one-line error of a failed
   pull or load (what docker's message means, and the fix).
-- ``hostvars | sparkops.specdec.trtllm_container_sshd_targets(hosts, hostfile_hosts)``: what the head probes
-  before mpirun (module container_sshd_wait): each hostfile address with the node whose container sshd listens there.
+- ``specs | sparkops.specdec.trtllm_container_sshd_targets(hostfile_hosts)`` (``specs``: each node's
+  ``trtllm_container_spec``): what the head probes before mpirun (module container_sshd_wait): each hostfile address
+  with the node whose container sshd listens there.
 
 A refusal fails the task that uses the filter, before the task changes anything, with a one-line message.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _container
-
-# The trtllm_container role's container spec (set on every node; its environment names the sshd listen addresses).
-SPEC = "__trtllm_container_spec"
-
-
-def _hostvar(hostvars, host, name):
-    try:
-        return hostvars[host][name]
-    except (KeyError, TypeError):
-        return None
-    except Exception:  # an undefined variable of another host (ansible-core raises its own error types)
-        return None
 
 
 def trtllm_container_spec(settings):
@@ -79,7 +71,6 @@ def trtllm_sshd_image_name(image, named=""):
 
 
 # The trtllm_container role's registered pull or load of trtllm_container_image (community.docker.docker_image).
-PULLED = "__trtllm_container_image"
 
 
 def trtllm_image_reference_problems(image, source="pull"):
@@ -96,33 +87,36 @@ def trtllm_image_fetch_failure(message, image, source, host, archive=""):
     return _container.image_fetch_failure(message, image, str(source), host, archive=str(archive or ""))
 
 
-def trtllm_image_problems(hostvars, me, hosts, image):
+def trtllm_image_problems(pulled, me, image):
     """[] or the one-line refusals after the pull or load: this node's image does not carry the pinned digest, or the
-    nodes (hosts, the deployment's members; this node alone for a single Spark) hold different images under image."""
+    nodes hold different images under image. ``pulled`` maps each node of the deployment (this node alone for a
+    single Spark) to its published ``trtllm_container_pulled`` (docker_image's result; None for a node that has none)."""
+    if not isinstance(pulled, Mapping):
+        raise AnsibleFilterError("trtllm_image_problems: expected a mapping of node to trtllm_container_pulled, got %s"
+                                 % type(pulled).__name__)
     problems = []
-    pulled = _hostvar(hostvars, me, PULLED) or {}
     try:
-        _container.image_identity(image, pulled.get("image"))
+        _container.image_identity(image, (pulled.get(me) or {}).get("image"))
     except _container.ContainerError as exc:
         problems.append(str(exc))
-    images = {}
-    for host in hosts or []:
-        result = _hostvar(hostvars, host, PULLED)
-        if isinstance(result, dict):
-            images[host] = result
+    images = {host: result for host, result in pulled.items() if isinstance(result, Mapping)}
     line = _container.same_image_problem(images, image)
     if line:
         problems.append(line)
     return problems
 
 
-def trtllm_container_sshd_targets(hostvars, hosts, hostfile_hosts):
+def trtllm_container_sshd_targets(specs, hostfile_hosts):
     """What the head probes before mpirun (module container_sshd_wait): [{'node', 'address'}], one per
-    hostfile address, each named by the node (of hosts, the deployment's members) whose container sshd listens there
-    (SSHD_LISTEN_ADDRESSES of the spec that node's trtllm_container role worked out)."""
+    hostfile address, each named by the node whose container sshd listens there. ``specs`` maps each node of the
+    deployment to its published ``trtllm_container_spec`` (SSHD_LISTEN_ADDRESSES in its env; None for a node that has
+    none)."""
+    if not isinstance(specs, Mapping):
+        raise AnsibleFilterError("trtllm_container_sshd_targets: expected a mapping of node to trtllm_container_spec, "
+                                 "got %s" % type(specs).__name__)
     listen = {}
-    for host in hosts or []:
-        spec = _hostvar(hostvars, host, SPEC) or {}
+    for host, spec in specs.items():
+        spec = spec if isinstance(spec, Mapping) else {}
         listen[host] = str((spec.get("env") or {}).get(_container.LISTEN_ENV) or "").split()
     try:
         return _container.sshd_targets(hostfile_hosts, listen)

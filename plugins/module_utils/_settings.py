@@ -79,6 +79,7 @@ RESULTS = (
     'specdec_server_launch',
     'specdec_server_plan',
     'specdec_server_state',
+    'specdec_server_started_by_run',
     'specdec_server_state_file',
     'specdec_server_tool_call',
     'specdec_settings',
@@ -87,6 +88,8 @@ RESULTS = (
     'trtllm_container_image_info',
     'trtllm_container_mounts',
     'trtllm_container_previous',
+    'trtllm_container_pulled',
+    'trtllm_container_spec',
 )
 # The name under which sparkops.specdec.specdec_settings' result is registered on every host, for specdec_plan.
 PUBLISHED = 'specdec_settings'

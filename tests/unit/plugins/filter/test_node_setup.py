@@ -10,8 +10,6 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkops.specdec.plugins.filter import node_setup
 
-HOSTS = ["spark-1", "spark-2"]
-
 
 def test_filters_are_registered():
     assert set(node_setup.FilterModule().filters()) == {"trtllm_container_spec",
@@ -74,21 +72,21 @@ def test_trtllm_sshd_image_name():
 # --- trtllm_container_sshd_targets: what the head probes before mpirun ------------------------------------------------
 
 def spec_of(addresses):
-    """A node's __trtllm_container_spec as the role sets it (only its environment matters here)."""
-    return {"__trtllm_container_spec": {"env": {"SSHD_LISTEN_ADDRESSES": addresses, "SSH_PORT": "2233"}}}
+    """A node's published trtllm_container_spec as the role sets it (only its environment matters here)."""
+    return {"env": {"SSHD_LISTEN_ADDRESSES": addresses, "SSH_PORT": "2233"}}
 
 
 def test_sshd_targets_name_each_hostfile_address_by_the_node_that_listens_there():
-    hostvars = {"spark-1": spec_of("192.168.100.10 192.168.101.10"), "spark-2": spec_of("192.168.100.11 192.168.101.11")}
-    targets = node_setup.trtllm_container_sshd_targets(hostvars, HOSTS, ["192.168.100.10", "192.168.100.11"])
+    specs = {"spark-1": spec_of("192.168.100.10 192.168.101.10"), "spark-2": spec_of("192.168.100.11 192.168.101.11")}
+    targets = node_setup.trtllm_container_sshd_targets(specs, ["192.168.100.10", "192.168.100.11"])
     assert targets == [{"node": "spark-1", "address": "192.168.100.10"},
                        {"node": "spark-2", "address": "192.168.100.11"}]
 
 
 def test_sshd_targets_refuse_a_hostfile_address_no_node_listens_on():
-    hostvars = {"spark-1": spec_of("192.168.100.10"), "spark-2": {}}  # spark-2 published no spec
+    specs = {"spark-1": spec_of("192.168.100.10"), "spark-2": None}  # spark-2 published no spec
     with pytest.raises(AnsibleFilterError) as err:
-        node_setup.trtllm_container_sshd_targets(hostvars, HOSTS, ["192.168.100.10", "192.168.100.11"])
+        node_setup.trtllm_container_sshd_targets(specs, ["192.168.100.10", "192.168.100.11"])
     msg = str(err.value)
     assert "\n" not in msg
     assert msg.startswith("trtllm_container_hostfile_hosts: 192.168.100.11 ")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import types
 
 import pytest
+from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkops.specdec.plugins.action import engine_container
 from ansible_collections.sparkops.specdec.plugins.filter import node_setup
@@ -136,24 +137,25 @@ def test_one_image_or_unknown_ids_pass(images):
     assert c.same_image_problem(images, REPO + ":1.3.0rc12") == ""
 
 
-class _HostVars(dict):
-    """hostvars as the filter sees them: a missing variable of a host raises."""
-
-
 def test_the_role_filter_compares_every_member_and_checks_this_nodes_digest():
-    hostvars = _HostVars({"spark-1": {node_setup.PULLED: {"image": PULLED}},
-                          "spark-2": {node_setup.PULLED: {"image": dict(PULLED, Id=ID_B)}},
-                          "spark-3": {}})
-    problems = node_setup.trtllm_image_problems(hostvars, "spark-1", ["spark-1", "spark-2", "spark-3"], PINNED)
+    # Each member's published trtllm_container_pulled (None: a member that has none, e.g. not in the play).
+    pulled = {"spark-1": {"image": PULLED}, "spark-2": {"image": dict(PULLED, Id=ID_B)}, "spark-3": None}
+    problems = node_setup.trtllm_image_problems(pulled, "spark-1", PINNED)
     assert len(problems) == 1 and "spark-1: %s, spark-2: %s" % (ID_A, ID_B) in problems[0]
     # a single Spark compares itself only; the same image on both passes
-    assert node_setup.trtllm_image_problems(hostvars, "spark-1", ["spark-1"], PINNED) == []
-    hostvars["spark-2"][node_setup.PULLED] = {"image": PULLED}
-    assert node_setup.trtllm_image_problems(hostvars, "spark-2", ["spark-1", "spark-2"], PINNED) == []
+    assert node_setup.trtllm_image_problems({"spark-1": pulled["spark-1"]}, "spark-1", PINNED) == []
+    pulled = {"spark-1": {"image": PULLED}, "spark-2": {"image": PULLED}}
+    assert node_setup.trtllm_image_problems(pulled, "spark-2", PINNED) == []
     # this node's image lacks the pinned digest (found by another name): refused on this node
-    hostvars["spark-2"][node_setup.PULLED] = {"image": dict(LOCAL, Id=ID_A)}
-    problems = node_setup.trtllm_image_problems(hostvars, "spark-2", ["spark-1", "spark-2"], PINNED)
+    pulled["spark-2"] = {"image": dict(LOCAL, Id=ID_A)}
+    problems = node_setup.trtllm_image_problems(pulled, "spark-2", PINNED)
     assert len(problems) == 1 and "does not carry that digest" in problems[0]
+
+
+def test_the_role_filter_takes_each_members_result_not_hostvars():
+    with pytest.raises(AnsibleFilterError) as err:
+        node_setup.trtllm_image_problems(["spark-1"], "spark-1", PINNED)
+    assert "\n" not in str(err.value) and "trtllm_container_pulled" in str(err.value)
 
 
 # --- what the role publishes ------------------------------------------------------------------------
