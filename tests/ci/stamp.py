@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Pass a Molecule run's output through unchanged and time its steps (where CI time goes).
 
 Usage: molecule test ... | python3 stamp.py TIMES.tsv
