@@ -53,7 +53,10 @@ def _near(name):
     if name.startswith(_NOT_NAMES) or name in _settings.RESULTS or name in _settings.PLAYBOOK_SETTINGS:
         return None
     match = difflib.get_close_matches(name, sorted(_settings.PLAYBOOK_SETTINGS), n=1, cutoff=_NEAR)
-    return match[0] if match else None
+    # A known name with more (or fewer) letters at the end is another word (confirmed, my_status_hosts), not a typo.
+    if not match or name.startswith(match[0]) or match[0].startswith(name) or name.endswith(match[0]):
+        return None
+    return match[0]
 
 
 def _about_playbook_variable(name, line):
