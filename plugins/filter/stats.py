@@ -9,7 +9,10 @@ so the nodes' entries merge into one mapping in the run's global custom stats (t
 
 - ``specdec_server_launch | sparkops.specdec.deploy_stats(host, endpoint, check_mode)``: key ``specdec_deploy``
   (two_sparks.yml, single_spark.yml): deployment, role (head/worker), endpoint, engine, method, models, draft length,
-  decision (none, start, restart), its reason, and state (``serving``, or ``checked`` in check mode).
+  decision (none, start, restart), its reason, state (``serving``, or ``checked`` in check mode) and exposure (who
+  can call the endpoint: every interface, one bind address, the loopback or only specdec_server_allowed_networks,
+  and whether the API key is needed).
+- ``specdec_server_launch | sparkops.specdec.endpoint_exposure``: the same exposure as one line for the run's output.
 - ``preflight_plan | sparkops.specdec.inventory_stats(host)``: key ``specdec_inventory`` (preflight_inventory.yml):
   deployment, topology, head, members, problems (0: the play stops on any).
 - ``preflight_result | sparkops.specdec.preflight_stats(host)``: key ``specdec_preflight`` (preflight.yml): passed,
@@ -36,6 +39,47 @@ def _mapping(value, what):
     return value
 
 
+# exposure -> who can call the endpoint by its bind address (module_utils/_plan.py exposure()).
+_WHO = {"loopback": "loopback", "address": "bind_address", "open": "every_interface",
+        "open_unauthenticated": "every_interface"}
+
+
+def exposure_stats(plan):
+    """Who can call the endpoint, from the plan (``specdec_server_launch.plan`` or ``preflight_plan.plan``).
+
+    ``who``: ``loopback`` (the node only), ``bind_address`` (clients that reach the one address bound),
+    ``every_interface`` (every network the node is on) or ``allowed_networks`` (our host firewall admits only
+    ``allowed_networks`` to the port); ``api_key``: whether a client needs the API key; ``bind``, ``port``."""
+    plan = _mapping(plan, "exposure_stats")
+    exposure = plan.get("exposure")
+    allowed = list(plan.get("allowed_networks") or [])
+    who = _WHO.get(exposure)
+    if allowed and who not in (None, "loopback"):
+        who = "allowed_networks"
+    return {"who": who, "api_key": bool(plan.get("api_key")), "bind": plan.get("host"), "port": plan.get("port"),
+            "allowed_networks": allowed, "endpoint": plan.get("endpoint")}
+
+
+def endpoint_exposure(launch):
+    """One line for the run's output: who can call the endpoint, with or without a key (``specdec_server_launch``)."""
+    launch = _mapping(launch, "endpoint_exposure")
+    plan = launch.get("plan") or {}
+    if not plan:
+        raise AnsibleFilterError("endpoint_exposure: specdec_server_launch has no plan (did specdec_server run?)")
+    e = exposure_stats(plan)
+    bind = "[%s]" % e["bind"] if ":" in str(e["bind"]) else e["bind"]
+    where = {
+        "loopback": "only the node itself can call it (bound to %s:%s)" % (bind, e["port"]),
+        "bind_address": "clients that reach %s:%s can call it (bound to that address only)" % (bind, e["port"]),
+        "every_interface": "anyone on every network the node is on can call it (bound to %s:%s, every interface)"
+                           % (bind, e["port"]),
+        "allowed_networks": "only %s can call it (the host firewall admits them to port %s; bound to %s)"
+                            % (", ".join(e["allowed_networks"]), e["port"], bind),
+    }.get(e["who"], "who can call it is unknown (the plan names no bind address)")
+    key = "with the API key" if e["api_key"] else "with no API key"
+    return "Endpoint %s: %s, %s." % (e["endpoint"], where, key)
+
+
 def deploy_stats(launch, host, endpoint=None, check_mode=False):
     """The node's deployment summary from the plan result ``specdec_server_launch`` and ``specdec_server_endpoint``."""
     launch = _mapping(launch, "deploy_stats")
@@ -57,6 +101,8 @@ def deploy_stats(launch, host, endpoint=None, check_mode=False):
         "decision": decision.get("action"),
         "reason": decision.get("reason"),
         "state": "checked" if check_mode else "serving",
+        # Who can call the endpoint (the same on every node of the deployment): see exposure_stats.
+        "exposure": exposure_stats(plan),
     }
     return {str(host): entry}
 
@@ -161,6 +207,7 @@ class FilterModule(object):
     def filters(self):
         return {
             "deploy_stats": deploy_stats,
+            "endpoint_exposure": endpoint_exposure,
             "inventory_stats": inventory_stats,
             "preflight_stats": preflight_stats,
             "teardown_stats": teardown_stats,

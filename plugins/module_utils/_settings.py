@@ -109,6 +109,12 @@ PLAYBOOK_SETTINGS = {
     'preflight_topology': {'type': 'str', 'default': 'two_sparks', 'choices': ['two_sparks', 'single_spark']},
     'teardown_remove_models': {'type': 'bool', 'default': False},
     'teardown_remove_netplan': {'type': 'bool', 'default': False},
+    'teardown_remove_state': {'type': 'bool', 'default': False},
+    'teardown_netplan_file': {'type': 'path', 'default': '/etc/netplan/40-cx7.yaml'},
+    # teardown.yml: nothing is removed without confirm=yes (the word, not a boolean).
+    'confirm': {'type': 'str', 'default': ''},
+    # single_spark.yml and benchmark.yml: the host to serve on (default: the host of group spark_head).
+    'single_spark_host': {'type': 'str', 'default': 'spark_head'},
     'diagnose_bundle_path': {'type': 'path', 'default': ''},
     'diagnose_log_lines': {'type': 'int', 'default': 200},
     'diagnose_secrets': {'type': 'list', 'elements': 'str', 'default': []},
@@ -127,7 +133,8 @@ PLAYBOOK_SETTINGS = {
 }
 # status_ is not listed: too common a word in other tools' variables to call every unknown status_* a typo.
 _PLAYBOOK_PREFIXES = {'preflight_': 'README.md (Preflight)', 'teardown_': 'playbooks/teardown.yml',
-                      'diagnose_': 'playbooks/diagnose.yml', 'fleet_': 'playbooks/fleet.yml'}
+                      'diagnose_': 'playbooks/diagnose.yml', 'fleet_': 'playbooks/fleet.yml',
+                      'single_spark_': 'playbooks/single_spark.yml'}
 
 # Variables of other tools never checked here, even when they look like one of ours (first word).
 _FOREIGN_FIRST_WORDS = frozenset((
@@ -1121,6 +1128,7 @@ BOUNDS = {
     'preflight_disk_reserve_bytes': _int_range(0, note='bytes; the default is 10 GiB = 10737418240'),
     'preflight_report_path': _non_empty('a file name for the JSON report, e.g. preflight-report.json'),
     'diagnose_log_lines': _int_range(1, note='lines'),
+    'single_spark_host': _non_empty('the inventory name of one Spark, e.g. spark-1'),
     'status_http_timeout': _int_range(1, note='seconds'),
     'status_report_path': _non_empty('a file name for the JSON report, e.g. specdec-status.json'),
     # fleet.yml's settings reach the fleet_deploy action as its options: it checks them with check_playbook_values.

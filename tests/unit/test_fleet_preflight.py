@@ -77,10 +77,20 @@ def test_fleet_playbook_refuses_bad_settings_before_any_run(tmp_path):
 
 
 def _plan_results(doc):
-    """The host results of the first play's sparkops.specdec.specdec_plan task (by its action, not its title)."""
-    (task,) = [t for t in doc["plays"][0]["tasks"]
+    """The host results of the sparkops.specdec.specdec_plan task (by its action, not its title)."""
+    (task,) = [t for p in doc["plays"] for t in p["tasks"]
                if any(r.get("action") == "sparkops.specdec.specdec_plan" for r in t["hosts"].values())]
     return task["hosts"]
+
+
+def _checked(task):
+    """Whether a task is the run check every playbook starts with (sparkops.specdec.playbook_check, no host contact)."""
+    return all(r.get("action") == "sparkops.specdec.playbook_check" for r in task["hosts"].values())
+
+
+def _plays_after_the_check(doc):
+    """The names of the plays that ran, without the run check's play (plays/run_check.yml)."""
+    return [p["play"]["name"] for p in doc["plays"] if not (p["tasks"] and all(_checked(t) for t in p["tasks"]))]
 
 
 @pytest.mark.parametrize("limit,dep_id,members", [("pair_a", "pair-a", ["spark-1", "spark-2"]),
@@ -104,7 +114,7 @@ def test_limit_to_one_pair_passes_the_preflight(limit, dep_id, members, tmp_path
 def test_two_sparks_refuses_half_a_pair_and_the_whole_fleet(limit, line, tmp_path):
     result, doc = _run("two_sparks", limit, tmp_path)
     assert result.returncode != 0
-    plays = [p["play"]["name"] for p in doc["plays"]]
+    plays = _plays_after_the_check(doc)
     assert plays and all(p.startswith("Preflight 1/2") for p in plays), plays
     failed = [r for r in _plan_results(doc).values() if r.get("failed")]
     assert len(failed) == 1 and failed[0]["msg"].split("\n")[1:] == [line], failed
@@ -137,7 +147,8 @@ def test_the_shipped_example_stops_on_its_placeholders(playbook, limit, extra, h
     result = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert result.returncode == 2, result.stdout[-3000:] + result.stderr[-2000:]
     doc = json.loads(result.stdout)
-    (task,) = [t for p in doc["plays"] for t in p["tasks"]]  # the run stopped at its first task
+    # The run stopped at its first task after the run check (which passed: the placeholders are the preflight's).
+    (task,) = [t for p in doc["plays"] for t in p["tasks"] if not _checked(t)]
     assert sorted(task["hosts"]) == hosts and {r["action"] for r in task["hosts"].values()} == {"ansible.builtin.assert"}
     for host in hosts:
         got = task["hosts"][host]

@@ -100,7 +100,10 @@ LAUNCH = {
     "changed": False,
     "plan": {"deployment": "pair-a", "head": "spark-1", "endpoint": "http://10.0.0.1:8355/v1", "engine": "trtllm",
              "topology": "two_sparks", "method": "eagle3", "target_model": "nvidia/Qwen3-235B-A22B-FP4",
-             "draft_model": "nvidia/Qwen3-235B-A22B-Eagle3", "max_draft_len": 3, "members": ["spark-1", "spark-2"]},
+             "draft_model": "nvidia/Qwen3-235B-A22B-Eagle3", "max_draft_len": 3, "members": ["spark-1", "spark-2"],
+             # The access part of the plan (module_utils/_plan.py): the two-Spark default, every interface, no key.
+             "host": "0.0.0.0", "port": 8355, "exposure": "open_unauthenticated", "allowed_networks": [],
+             "api_key": None},
     "decision": {"action": "none", "reason": "the server runs with the planned launch spec"},
 }
 
@@ -112,8 +115,54 @@ def test_deploy_stats_per_node():
         "deployment": "pair-a", "role": "head", "head": "spark-1", "endpoint": "http://10.0.0.1:8355/v1",
         "engine": "trtllm", "topology": "two_sparks", "method": "eagle3", "target_model": "nvidia/Qwen3-235B-A22B-FP4",
         "draft_model": "nvidia/Qwen3-235B-A22B-Eagle3", "max_draft_len": 3, "decision": "none",
-        "reason": "the server runs with the planned launch spec", "state": "serving"}}
+        "reason": "the server runs with the planned launch spec", "state": "serving",
+        "exposure": {"who": "every_interface", "api_key": False, "bind": "0.0.0.0", "port": 8355,
+                     "allowed_networks": [], "endpoint": "http://10.0.0.1:8355/v1"}}}
     assert worker["spark-2"]["role"] == "worker" and worker["spark-2"]["state"] == "checked"
+    assert worker["spark-2"]["exposure"] == head["spark-1"]["exposure"]
+
+
+def _plan(**changes):
+    return dict(LAUNCH["plan"], **changes)
+
+
+@pytest.mark.parametrize("changes,who,api_key", [
+    ({}, "every_interface", False),
+    ({"exposure": "open", "api_key": {"file": "/s/api-key", "fingerprint": "pbkdf2-sha256:ab"}}, "every_interface", True),
+    ({"exposure": "address", "host": "10.0.0.1"}, "bind_address", False),
+    ({"exposure": "loopback", "host": "127.0.0.1", "allowed_networks": ["10.0.0.0/24"]}, "loopback", False),
+    ({"allowed_networks": ["10.0.0.0/24", "192.168.1.5/32"]}, "allowed_networks", False),
+    ({"exposure": "address", "host": "10.0.0.1", "allowed_networks": ["10.0.0.0/24"]}, "allowed_networks", False),
+    ({"exposure": None, "host": None}, None, False),
+])
+def test_exposure_stats_names_who_can_call_the_endpoint(changes, who, api_key):
+    got = stats.exposure_stats(_plan(**changes))
+    assert got["who"] == who and got["api_key"] is api_key
+    assert got["allowed_networks"] == list(_plan(**changes)["allowed_networks"])
+
+
+def test_endpoint_exposure_line():
+    assert stats.endpoint_exposure(LAUNCH) == (
+        "Endpoint http://10.0.0.1:8355/v1: anyone on every network the node is on can call it (bound to 0.0.0.0:8355, "
+        "every interface), with no API key.")
+    fenced = dict(LAUNCH, plan=_plan(allowed_networks=["10.0.0.0/24"], exposure="open", api_key={"file": "k"}))
+    assert stats.endpoint_exposure(fenced) == (
+        "Endpoint http://10.0.0.1:8355/v1: only 10.0.0.0/24 can call it (the host firewall admits them to port 8355; "
+        "bound to 0.0.0.0), with the API key.")
+    local = dict(LAUNCH, plan=_plan(exposure="loopback", host="127.0.0.1", endpoint="http://127.0.0.1:8355/v1"))
+    assert "only the node itself can call it (bound to 127.0.0.1:8355)" in stats.endpoint_exposure(local)
+    with pytest.raises(AnsibleFilterError, match="has no plan"):
+        stats.endpoint_exposure({"changed": False})
+
+
+@pytest.mark.parametrize("name", ["two_sparks.yml", "single_spark.yml"])
+def test_deploy_playbooks_print_the_exposure_before_the_stats(name):
+    """Every deploy run says who can call its endpoint (a task of the last play, before its set_stats)."""
+    play = last_play(name)
+    tasks = flat_tasks(play.get("tasks"))
+    shown = [i for i, t in enumerate(tasks)
+             if "sparkops.specdec.endpoint_exposure" in str(t.get("ansible.builtin.debug", {}).get("msg", ""))]
+    assert shown and shown[-1] < tasks.index(stats_task(name)) and "when" not in tasks[shown[-1]]
 
 
 def test_deploy_stats_without_a_plan_fails_with_the_host():
@@ -171,8 +220,8 @@ def test_benchmark_stats():
 
 
 def test_filters_are_registered():
-    assert set(stats.FilterModule().filters()) == {"deploy_stats", "inventory_stats", "preflight_stats",
-                                                   "teardown_stats", "benchmark_stats", "fleet_stats"}
+    assert set(stats.FilterModule().filters()) == {"deploy_stats", "endpoint_exposure", "inventory_stats",
+                                                   "preflight_stats", "teardown_stats", "benchmark_stats", "fleet_stats"}
 
 
 def test_every_playbook_runs_non_interactively():

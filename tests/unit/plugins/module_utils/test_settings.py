@@ -452,6 +452,12 @@ NEGATIVE_CASES = [
     ('status-report-path-empty', {'status_report_path': ' '}, 'status_report_path', 'is empty; set a file name'),
     ('status-require-not-bool', {'status_require_serving': 'maybe'}, 'status_require_serving', 'is not a boolean'),
     ('remove-netplan-not-bool', {'teardown_remove_netplan': 'ours'}, 'teardown_remove_netplan', 'is not a boolean'),
+    ('remove-state-not-bool', {'teardown_remove_state': 'forever'}, 'teardown_remove_state', 'is not a boolean'),
+    ('teardown-netplan-file-list', {'teardown_netplan_file': ['a']}, 'teardown_netplan_file', 'is a list, not text'),
+    ('confirm-list', {'confirm': ['yes']}, 'confirm', 'is a list, not text'),
+    # --- single_spark.yml and benchmark.yml ---
+    ('single-spark-host-list', {'single_spark_host': ['spark-1']}, 'single_spark_host', 'is a list, not text'),
+    ('single-spark-host-empty', {'single_spark_host': ' '}, 'single_spark_host', 'is empty'),
     # --- fleet.yml ---
     ('fleet-hosts-list', {'fleet_hosts': ['spark-1']}, 'fleet_hosts', 'is a list, not text'),
     ('fleet-deployments-string', {'fleet_deployments': 'pair-a'}, 'fleet_deployments', 'is a string, not a list'),
