@@ -78,6 +78,7 @@ RESULTS = (
     'specdec_server_firewall_removal',
     'specdec_server_launch',
     'specdec_server_plan',
+    'specdec_server_started_by_run',
     'specdec_server_state',
     'specdec_server_state_file',
     'specdec_server_tool_call',
