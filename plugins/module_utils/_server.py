@@ -29,9 +29,11 @@ import re
 import shlex
 import time
 import urllib.error
-import urllib.request
 
-from ansible_collections.sparkops.specdec.plugins.module_utils._secrets import hf_token_env  # noqa: F401 (re-exported)
+from ansible.module_utils.urls import open_url
+from ansible_collections.sparkops.specdec.plugins.module_utils import _secrets
+
+hf_token_env = _secrets.hf_token_env
 
 SCRIPT_NAME = "server.sh"
 RECORD_NAME = "autostart.json"
@@ -217,8 +219,12 @@ def pid_of(text):
 def http_get(url, timeout):
     """(status, reason): the HTTP status of a GET (None when there was no answer) and why it is not 200."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:  # noqa: S310 (the server's own URL)
-            return resp.status, "" if resp.status == 200 else "HTTP %d" % resp.status
+        # The server's own address: never through a proxy of the node's environment.
+        resp = open_url(url, method="GET", timeout=timeout, use_proxy=False, use_netrc=False,
+                        http_agent="sparkops-server-lifecycle")
+        status = resp.getcode()
+        resp.close()
+        return status, "" if status == 200 else "HTTP %d" % status
     except urllib.error.HTTPError as exc:
         return exc.code, "HTTP %d" % exc.code
     except Exception as exc:  # refused, reset, timed out, DNS: all "not healthy yet"

@@ -270,15 +270,15 @@ class Lifecycle(object):
             return self.result
         record_before = os.path.exists(self.path(_server.RECORD_NAME))
         if self.check:
-            rc, _, _ = self.server.call("status")
-            self.result["changed"] = rc == 0 or record_before
+            status_rc = self.server.call("status")[0]
+            self.result["changed"] = status_rc == 0 or record_before
             return self.result
         rc, out, err = self.server.call("stop")
         self.result["stop"] = {"rc": rc, "stdout": out, "stderr": err}
         self.result["pid"] = _server.pid_of(out)
         if rc != 0:
-            self.fail("server.sh stop failed in %s (rc %d): %s" % (self.p["container"], rc,
-                                                                  " ".join((err or out).split())))
+            self.fail("server.sh stop failed in %s (rc %d): %s"
+                      % (self.p["container"], rc, " ".join((err or out).split())))
         self.result["changed"] = "stopped" in out or record_before
         return self.result
 

@@ -8,7 +8,6 @@ import http.server
 import importlib.util
 import json
 import os
-import shlex
 import signal
 import socket
 import subprocess
