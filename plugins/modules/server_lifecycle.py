@@ -162,8 +162,10 @@ EXAMPLES = r"""
 """
 
 RETURN = r"""
-action:
-  description: What it did (C(none), C(start), C(restart), C(stop)); in check mode what it would do.
+operation:
+  description:
+    - What it did (C(none), C(start), C(restart), C(stop)); in check mode what it would do.
+    - Not named C(action), which callbacks (C(ansible.posix.json)) overwrite with the module's name.
   returned: always
   type: str
 running:
@@ -259,12 +261,12 @@ class Lifecycle(object):
     # ------------------------------------------------------------------------------------------- status
     def status(self):
         state, running, rc, err = self.server.status(self.p["state_file"])
-        self.result.update(state=state, running=running, action="none")
+        self.result.update(state=state, running=running, operation="none")
         return self.result
 
     # ------------------------------------------------------------------------------------------- stopped
     def stopped(self):
-        self.result["action"] = "stop"
+        self.result["operation"] = "stop"
         script = self.server.script
         if not os.path.exists(script):
             return self.result
@@ -286,7 +288,7 @@ class Lifecycle(object):
     def started(self):
         p = self.p
         action = p["action"]
-        self.result["action"] = action
+        self.result["operation"] = action
         env = _server.hf_token_env(p["hf_token"], p["launch"].get("env") or {})
         text = _server.render_script(p["launch"], p["state_dir"], p["container"], p["state_file"])
         before = _read(self.server.script)

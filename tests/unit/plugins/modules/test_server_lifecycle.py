@@ -152,7 +152,7 @@ def test_start_writes_the_script_starts_waits_and_arms(node, health):
     tmp, docker = node
     res = run(node, health, action="start", launch=launch(), hf_token=TOKEN, autostart=True, autostart_record=RECORD)
     assert res["changed"] and res["started"] and res["health"] == "healthy" and res["pid"] == 101
-    assert res["action"] == "start" and res["autostart"] == "armed" and res["script_changed"]
+    assert res["operation"] == "start" and res["autostart"] == "armed" and res["script_changed"]
     script = (tmp / "server.sh").read_text()
     assert script == _server.render_script(launch(), str(tmp), "trtllm-multinode", str(tmp / "deployments/spark-1.json"))
     assert oct(os.stat(tmp / "server.sh").st_mode & 0o777) == "0o755"
@@ -200,7 +200,7 @@ def test_restart_stops_then_starts(node, health):
     tmp, docker = node
     run(node, health, action="start", launch=launch(), autostart=True, autostart_record=RECORD)
     res = run(node, health, action="restart", launch=launch(port=8356))
-    assert res["action"] == "restart" and res["stop"]["rc"] == 0 and res["pid"] == 102 and res["health"] == "healthy"
+    assert res["operation"] == "restart" and res["stop"]["rc"] == 0 and res["pid"] == 102 and res["health"] == "healthy"
     verbs = [c[-1] for c in docker.calls if c[-2].endswith("server.sh")]
     assert verbs[verbs.index("stop"):][:2] == ["stop", "start"]
     # server.sh stop removed the record; this call was not asked to arm (the role arms after the smoke test).
@@ -237,7 +237,7 @@ def test_failed_restart_then_rollback_to_the_previous_launch(node, health):
         run(node, health, action="restart", launch=launch(port=8356))
     assert err.value.result["health"] == "exited" and err.value.result["stop"]["rc"] == 0
     stopped = run(node, health, state="stopped")
-    assert stopped["action"] == "stop" and stopped["stop"]["rc"] == 0
+    assert stopped["operation"] == "stop" and stopped["stop"]["rc"] == 0
     back = run(node, health, action="start", launch=old)
     assert back["health"] == "healthy" and (tmp / "server.sh").read_text() == old_script
     armed = run(node, health, action="none", launch=old, autostart=True, autostart_record=RECORD)
@@ -264,7 +264,7 @@ def test_check_mode_reports_and_changes_nothing(node, health):
     tmp, docker = node
     res = run(node, health, check=True, action="start", launch=launch(), hf_token=TOKEN, api_key="k",
               api_key_file=str(tmp / "api-key"), autostart=True, autostart_record=RECORD)
-    assert res["changed"] and res["action"] == "start" and res["health"] == "unchecked" and res["started"] is False
+    assert res["changed"] and res["operation"] == "start" and res["health"] == "unchecked" and res["started"] is False
     assert sorted(p.name for p in tmp.iterdir()) == ["deployments"] and docker.calls == []
     # Stopping in check mode: only server.sh status runs.
     run(node, health, action="start", launch=launch())
