@@ -8,7 +8,6 @@ import http.server
 import importlib.util
 import json
 import os
-import shlex
 import signal
 import socket
 import subprocess
@@ -376,15 +375,10 @@ def test_health_ok(closed_port):
 
 # ------------------------------------------------------------------------------------------- server.sh recycle
 def _render_server_sh(tmp_path):
-    jinja2 = pytest.importorskip("jinja2")
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
-    env.filters["quote"] = shlex.quote
-    text = (SCRIPT.parents[3] / "roles" / "specdec_server" / "templates" / "server.sh.j2").read_text()
-    out = env.from_string(text).render(
-        specdec_state_dir=str(tmp_path), specdec_container_name="trtllm-multinode",
-        __specdec_server_state_file=str(tmp_path / "deployments" / "spark-1.json"),
-        __specdec_server_spec={"env": {}, "members": ["spark-1"],
-                               "argv": ["python3", "-c", "import time; time.sleep(300)"]})
+    from ansible_collections.sparkops.specdec.plugins.module_utils import _server
+    out = _server.render_script({"env": {}, "members": ["spark-1"],
+                                 "argv": ["python3", "-c", "import time; time.sleep(300)"]},
+                                str(tmp_path), "trtllm-multinode", str(tmp_path / "deployments" / "spark-1.json"))
     (tmp_path / "server.sh").write_text(out)
     return tmp_path / "server.sh"
 

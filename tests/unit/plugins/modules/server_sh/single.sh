@@ -1,6 +1,6 @@
-# Managed by sparkops.specdec (specdec_server role). Runs INSIDE the {{ specdec_container_name }}
+# Managed by sparkops.specdec (specdec_server role). Runs INSIDE the llama
 # container on the head node: `server.sh start|stop|status`. Rendered from the launch spec of
-# the deployment plan (state file: {{ __specdec_server_state_file }}); `recycle` is the supervisor's only. No secrets here: HF_TOKEN,
+# the deployment plan (state file: /var/lib/spark ops/x/deployments/a.json); `recycle` is the supervisor's only. No secrets here: HF_TOKEN,
 # when set, comes from the `docker exec` environment and reaches the ranks with `mpirun -x HF_TOKEN`.
 # start and stop hold a lock shared with the supervisor in the container (trtllm_container's specdec_supervisor.py,
 # which restarts the recorded server after a reboot or a crash): it never races them. stop first removes the consent
@@ -8,7 +8,7 @@
 # supervisor's hang watchdog, under its lock) stops a hung server the same way but keeps the record, so the supervisor
 # starts it again. Two nodes: SIGTERM to mpirun's process group; mpirun then stops the ranks on every node.
 set -euo pipefail
-cd {{ specdec_state_dir | quote }}
+cd '/var/lib/spark ops/x'
 pidfile=server.pid
 lock() {  # the supervisor holds the lock itself when it runs `server.sh start`
   [ -n "${SPARKOPS_SERVER_LOCK_HELD:-}" ] && return 0
@@ -36,21 +36,13 @@ case "${1:-status}" in
   start)
     lock
     if running; then echo "already running (pid $(cat "$pidfile"))"; exit 0; fi
-{% for k, v in __specdec_server_spec.env | dictsort %}
-    export {{ k }}={{ v | string | quote }}
-{% endfor %}
-    forward=({% for k in __specdec_server_spec.env.keys() | sort %}-x {{ k }} {% endfor %})
+    forward=()
     # Container settings that ssh-spawned remote ranks would not inherit otherwise.
     for v in CPATH TRITON_PTXAS_PATH NCCL_SOCKET_IFNAME UCX_NET_DEVICES NCCL_IB_HCA; do
       if [ -n "${!v:-}" ]; then forward+=(-x "$v"); fi
     done
     if [ -n "${HF_TOKEN:-}" ]; then forward+=(-x HF_TOKEN); fi
-{% if __specdec_server_spec.members | length > 1 %}
-    nohup setsid mpirun "${forward[@]}" trtllm-llmapi-launch {{ __specdec_server_spec.argv | map('quote') | join(' ') }} \
-      </dev/null >server.log 2>&1 9>&- &
-{% else %}
-    nohup setsid {{ __specdec_server_spec.argv | map('quote') | join(' ') }} </dev/null >server.log 2>&1 9>&- &
-{% endif %}
+    nohup setsid llama-server -m '/models/a b.gguf' --port 8000 True '' </dev/null >server.log 2>&1 9>&- &
     echo $! > "$pidfile"
     echo "started (pid $!)"
     ;;

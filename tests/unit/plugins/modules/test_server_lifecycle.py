@@ -1,0 +1,331 @@
+# -*- coding: utf-8 -*-
+"""sparkops.specdec.server_lifecycle: the server's state machine on the head, with a fake docker CLI (server.sh's
+verbs on a fake process table) and a real HTTP health server on 127.0.0.1.
+
+server.sh is the same bytes the role's former template rendered (fixtures rendered by ansible's template module from
+server.sh.j2 at the last commit before the module): a deployment made before is unchanged and its record still
+matches."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import pathlib
+import shutil
+import threading
+
+import pytest
+
+from ansible_collections.sparkops.specdec.plugins.module_utils import _server
+from ansible_collections.sparkops.specdec.plugins.modules import server_lifecycle as mod
+
+FIXTURES = pathlib.Path(__file__).parent / "server_sh"
+TOKEN = "hf_secretTOKENvalue123"
+
+
+class Failed(Exception):
+    def __init__(self, kwargs):
+        super().__init__(kwargs.get("msg"))
+        self.result = kwargs
+
+
+class FakeModule(object):
+    def __init__(self, params, check=False):
+        defaults = dict(state="started", container="trtllm-multinode", state_dir=None, state_file=None, action=None,
+                        launch=None, local_url=None, health_timeout=4, health_interval=1, hf_token="", api_key="",
+                        api_key_file=None, autostart=None, autostart_record=None, docker="docker")
+        defaults.update(params)
+        self.params = defaults
+        self.check_mode = check
+
+    def fail_json(self, **kwargs):
+        raise Failed(kwargs)
+
+    def atomic_move(self, src, dst):
+        os.rename(src, dst)
+
+
+class FakeDocker(object):
+    """docker exec CONTAINER bash server.sh start|stop|status, and the status probe (sh -c ...)."""
+
+    def __init__(self, state_dir, health):
+        self.state_dir = pathlib.Path(state_dir)
+        self.health = health
+        self.calls = []
+        self.envs = []
+        self.pid = None
+        self.next_pid = 100
+        self.start_behaviour = ["ok"]  # per start: ok (serves), exit (process dies), hang (never healthy)
+
+    def __call__(self, argv, env=None):
+        self.calls.append(list(argv))
+        self.envs.append(dict(env or {}))
+        assert argv[:2] == ["docker", "exec"]
+        rest = argv[2:]
+        while rest[0] == "-e":
+            rest = rest[2:]
+        rest = rest[1:]  # the container
+        if rest[0] == "sh":
+            state_file = rest[3]
+            text = pathlib.Path(state_file).read_text() if os.path.exists(state_file) else "null\n"
+            return 0, text + ("running\n" if self.pid else "stopped\n"), ""
+        verb = rest[2]
+        if verb == "status":
+            return (0, "running (pid %d)\n" % self.pid, "") if self.pid else (3, "stopped\n", "")
+        if verb == "stop":
+            (self.state_dir / "autostart.json").unlink(missing_ok=True)
+            if self.pid:
+                pid, self.pid = self.pid, None
+                self.health.ok = False
+                return 0, "stopped (pid %d)\n" % pid, ""
+            return 0, "", ""
+        if verb == "start":
+            self.next_pid += 1
+            self.pid = self.next_pid
+            how = self.start_behaviour.pop(0) if self.start_behaviour else "ok"
+            self.health.ok = how == "ok"
+            if how == "exit":
+                self.pid = None
+            return 0, "started (pid %d)\n" % self.next_pid, ""
+        raise AssertionError(argv)
+
+
+class Health(object):
+    ok = False
+
+
+@pytest.fixture
+def health():
+    state = Health()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            code = 200 if (self.path == "/health" and state.ok) else 503
+            self.send_response(code)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    state.url = "http://127.0.0.1:%d" % httpd.server_address[1]
+    yield state
+    httpd.shutdown()
+
+
+def launch(port=8355, members=("spark-1", "spark-2"), env=None):
+    return {"argv": ["trtllm-serve", "serve", "m", "--port", port], "env": env if env is not None else {"A": "1"},
+            "members": list(members), "port": port}
+
+
+@pytest.fixture
+def node(tmp_path, health):
+    (tmp_path / "deployments").mkdir()
+    docker = FakeDocker(tmp_path, health)
+    return tmp_path, docker
+
+
+def run(node, health, check=False, **params):
+    tmp, docker = node
+    base = dict(state_dir=str(tmp), state_file=str(tmp / "deployments" / "spark-1.json"), local_url=health.url)
+    base.update(params)
+    module = FakeModule(base, check=check)
+    return getattr(mod.Lifecycle(module, docker, sleep=lambda s: None), module.params["state"])()
+
+
+RECORD = {"deployment": "spark-1", "fingerprint": "f1", "config_file": "", "health_url": "x/health", "hang_timeout": 600}
+
+
+# ------------------------------------------------------------------------------------------- server.sh
+@pytest.mark.parametrize("name", ["pair", "single"])
+def test_server_sh_is_byte_identical_to_the_former_template(name):
+    case = [c for c in json.loads((FIXTURES / "specs.json").read_text())["specs"] if c["name"] == name][0]
+    got = _server.render_script(case["spec"], case["state_dir"], case["container"], case["state_file"])
+    assert got == (FIXTURES / ("%s.sh" % name)).read_text()
+
+
+# ------------------------------------------------------------------------------------------- the state machine
+def test_start_writes_the_script_starts_waits_and_arms(node, health):
+    tmp, docker = node
+    res = run(node, health, action="start", launch=launch(), hf_token=TOKEN, autostart=True, autostart_record=RECORD)
+    assert res["changed"] and res["started"] and res["health"] == "healthy" and res["pid"] == 101
+    assert res["operation"] == "start" and res["autostart"] == "armed" and res["script_changed"]
+    script = (tmp / "server.sh").read_text()
+    assert script == _server.render_script(launch(), str(tmp), "trtllm-multinode", str(tmp / "deployments/spark-1.json"))
+    assert oct(os.stat(tmp / "server.sh").st_mode & 0o777) == "0o755"
+    rec = json.loads((tmp / "autostart.json").read_text())
+    assert rec == {"schema_version": 1, "deployment": "spark-1", "state_file": str(tmp / "deployments/spark-1.json"),
+                   "fingerprint": "f1", "server_sh_sha1": _server.sha1_text(script), "config_file": "",
+                   "needs_hf_token": True, "health_url": "x/health", "hang_timeout": 600}
+    # HF_TOKEN: in the exec environment of the start only, never in argv or the result.
+    start = [i for i, c in enumerate(docker.calls) if c[-1] == "start"]
+    assert len(start) == 1 and docker.envs[start[0]] == {"HF_TOKEN": TOKEN}
+    assert docker.calls[start[0]][:5] == ["docker", "exec", "-e", "HF_TOKEN", "trtllm-multinode"]
+    assert TOKEN not in json.dumps(docker.calls) and TOKEN not in json.dumps(res)
+    assert all(e == {} for i, e in enumerate(docker.envs) if i != start[0])
+
+
+def test_offline_launch_gets_no_token_and_the_record_says_so(node, health):
+    tmp, docker = node
+    res = run(node, health, action="start", launch=launch(env={"HF_HUB_OFFLINE": "1"}), hf_token=TOKEN, autostart=True,
+              autostart_record=RECORD)
+    assert res["health"] == "healthy" and all(e == {} for e in docker.envs)
+    assert json.loads((tmp / "autostart.json").read_text())["needs_hf_token"] is False
+
+
+def test_none_is_idempotent_and_checks_health(node, health):
+    tmp, docker = node
+    run(node, health, action="start", launch=launch(), autostart=True, autostart_record=RECORD)
+    calls = len(docker.calls)
+    res = run(node, health, action="none", launch=launch(), autostart=True, autostart_record=RECORD)
+    assert res["changed"] is False and res["health"] == "healthy" and res["autostart"] == "unchanged"
+    assert res["started"] is False and len(docker.calls) == calls  # no exec at all
+    # The same in check mode.
+    res = run(node, health, check=True, action="none", launch=launch(), autostart=True, autostart_record=RECORD)
+    assert res["changed"] is False
+
+
+def test_none_fails_when_the_running_server_is_unhealthy(node, health):
+    run(node, health, action="start", launch=launch())
+    health.ok = False
+    with pytest.raises(Failed) as err:
+        run(node, health, action="none", launch=launch())
+    assert err.value.result["msg"].startswith("The running server does not answer 200 at %s/health" % health.url)
+
+
+def test_restart_stops_then_starts(node, health):
+    tmp, docker = node
+    run(node, health, action="start", launch=launch(), autostart=True, autostart_record=RECORD)
+    res = run(node, health, action="restart", launch=launch(port=8356))
+    assert res["operation"] == "restart" and res["stop"]["rc"] == 0 and res["pid"] == 102 and res["health"] == "healthy"
+    verbs = [c[-1] for c in docker.calls if c[-2].endswith("server.sh")]
+    assert verbs[verbs.index("stop"):][:2] == ["stop", "start"]
+    # server.sh stop removed the record; this call was not asked to arm (the role arms after the smoke test).
+    assert not (tmp / "autostart.json").exists() and res["autostart"] == "unchanged"
+    assert "--port 8356" in (tmp / "server.sh").read_text()
+
+
+@pytest.mark.parametrize("how, outcome, msg", [
+    ("exit", "exited", "The server process exited before /health answered (it rejected its settings or crashed; "
+                       "see the log)."),
+    ("hang", "timeout", "/health did not answer 200 within specdec_server_health_timeout (4 s)."),
+])
+def test_a_failed_start_fails_with_the_roles_message_and_leaves_the_rollback_to_the_caller(node, health, how, outcome,
+                                                                                           msg):
+    tmp, docker = node
+    docker.start_behaviour = [how]
+    with pytest.raises(Failed) as err:
+        run(node, health, action="start", launch=launch(), autostart=True, autostart_record=RECORD)
+    res = err.value.result
+    assert res["msg"] == msg and res["health"] == outcome and res["started"] is True and res["pid"] == 101
+    assert not (tmp / "autostart.json").exists()  # never armed for a server that does not serve
+    if how == "hang":
+        assert res["looks"] == 5  # ceil(4 / 1) + 1 looks, as wait.yml's until/retries did
+
+
+def test_failed_restart_then_rollback_to_the_previous_launch(node, health):
+    """The role's rollback: stop the failed server, start the previous launch (its server.sh back), arm it again."""
+    tmp, docker = node
+    old = launch(port=8355)
+    run(node, health, action="start", launch=old, autostart=True, autostart_record=RECORD)
+    old_script = (tmp / "server.sh").read_text()
+    docker.start_behaviour = ["exit"]
+    with pytest.raises(Failed) as err:
+        run(node, health, action="restart", launch=launch(port=8356))
+    assert err.value.result["health"] == "exited" and err.value.result["stop"]["rc"] == 0
+    stopped = run(node, health, state="stopped")
+    assert stopped["operation"] == "stop" and stopped["stop"]["rc"] == 0
+    back = run(node, health, action="start", launch=old)
+    assert back["health"] == "healthy" and (tmp / "server.sh").read_text() == old_script
+    armed = run(node, health, action="none", launch=old, autostart=True, autostart_record=RECORD)
+    assert armed["autostart"] == "armed"
+    assert json.loads((tmp / "autostart.json").read_text())["server_sh_sha1"] == _server.sha1_text(old_script)
+
+
+def test_stop_removes_the_record_and_reports_the_pid(node, health):
+    tmp, docker = node
+    run(node, health, action="start", launch=launch(), autostart=True, autostart_record=RECORD)
+    res = run(node, health, state="stopped")
+    assert res["changed"] and res["pid"] == 101 and not (tmp / "autostart.json").exists()
+    again = run(node, health, state="stopped")
+    assert again["changed"] is False
+
+
+def test_stop_without_a_script_does_nothing(node, health):
+    tmp, docker = node
+    res = run(node, health, state="stopped")
+    assert res["changed"] is False and docker.calls == []
+
+
+def test_check_mode_reports_and_changes_nothing(node, health):
+    tmp, docker = node
+    res = run(node, health, check=True, action="start", launch=launch(), hf_token=TOKEN, api_key="k",
+              api_key_file=str(tmp / "api-key"), autostart=True, autostart_record=RECORD)
+    assert res["changed"] and res["operation"] == "start" and res["health"] == "unchecked" and res["started"] is False
+    assert sorted(p.name for p in tmp.iterdir()) == ["deployments"] and docker.calls == []
+    # Stopping in check mode: only server.sh status runs.
+    run(node, health, action="start", launch=launch())
+    n = len(docker.calls)
+    res = run(node, health, check=True, state="stopped")
+    assert res["changed"] and [c[-1] for c in docker.calls[n:]] == ["status"] and docker.pid
+
+
+def test_diff_shows_the_script_and_the_record(node, health):
+    tmp, docker = node
+    life = mod.Lifecycle(FakeModule(dict(state_dir=str(tmp), state_file=str(tmp / "deployments/spark-1.json"),
+                                         local_url=health.url, action="start", launch=launch(), autostart=True,
+                                         autostart_record=RECORD), check=True), docker)
+    life.started()
+    assert [d["after_header"] for d in life.diff] == [str(tmp / "server.sh"), str(tmp / "autostart.json")]
+    assert life.diff[0]["before"] == "" and life.diff[0]["after"].startswith("# Managed by sparkops.specdec")
+
+
+def test_existing_deployment_from_the_former_role_is_unchanged(node, health):
+    """A deployment made by the template-based role (its server.sh and its record) converges with changed=0."""
+    tmp, docker = node
+    case = [c for c in json.loads((FIXTURES / "specs.json").read_text())["specs"] if c["name"] == "pair"][0]
+    spec = case["spec"]
+    shutil.copy(FIXTURES / "pair.sh", tmp / "server.sh")
+    os.chmod(tmp / "server.sh", 0o755)
+    state_file = case["state_file"]
+    # The record as arm.yml wrote it (to_nice_json(indent=2)), for that server.sh.
+    old = {"schema_version": 1, "deployment": "spark-1", "state_file": state_file, "fingerprint": "f1",
+           "server_sh_sha1": _server.sha1_text((tmp / "server.sh").read_text()), "config_file": "",
+           "needs_hf_token": False, "health_url": "x/health", "hang_timeout": 600}
+    (tmp / "autostart.json").write_text(json.dumps(old, indent=2, sort_keys=True) + "\n")
+    docker.pid = 7
+    health.ok = True
+    module = FakeModule(dict(state_dir=case["state_dir"], state_file=state_file, local_url=health.url, action="none",
+                             launch=spec, container=case["container"], autostart=True, autostart_record=RECORD))
+    # The fixture names /var/lib/sparkops/specdec: the same script text, read from this directory.
+    module.params["state_dir"] = case["state_dir"]
+    life = mod.Lifecycle(module, docker)
+    life.server.script = str(tmp / "server.sh")
+    life.path = lambda name: str(tmp / name)
+    res = life.started()
+    assert (res["changed"], res["script_changed"], res["autostart"]) == (False, False, "unchanged"), life.diff
+
+
+def test_status_reads_the_state_file_and_whether_it_runs(node, health):
+    tmp, docker = node
+    res = run(node, health, state="status")
+    assert res["state"] == {} and res["running"] is False and res["changed"] is False
+    (tmp / "deployments" / "spark-1.json").write_text(json.dumps({"schema_version": 1, "running": {"x": 1}}) + "\n")
+    docker.pid = 9
+    res = run(node, health, state="status")
+    assert res["state"]["running"] == {"x": 1} and res["running"] is True
+    (tmp / "deployments" / "spark-1.json").write_text(json.dumps({"schema_version": 99}) + "\n")
+    assert run(node, health, state="status")["state"] == {}
+
+
+def test_api_key_file_written_0600_and_removed_when_the_launch_reads_none(node, health):
+    tmp, docker = node
+    key = str(tmp / "api-key")
+    res = run(node, health, action="start", launch=launch(members=["spark-1"]), api_key="sekrit", api_key_file=key)
+    assert (tmp / "api-key").read_text() == "sekrit\n" and oct(os.stat(key).st_mode & 0o777) == "0o600"
+    assert "sekrit" not in json.dumps(res)
+    res = run(node, health, action="none", launch=launch(members=["spark-1"]), api_key="", api_key_file="")
+    assert res["changed"] and not (tmp / "api-key").exists()
