@@ -222,37 +222,13 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _firewall
+from ansible_collections.sparkops.specdec.plugins.module_utils._ssh_connection import ssh_connection
 
 # ufw's files (the unit tests point these at a temporary directory).
 USER_RULES = ("/etc/ufw/user.rules", "/etc/ufw/user6.rules")
 UFW_CONF = "/etc/ufw/ufw.conf"
 _ENABLED_RE = re.compile(r'^[ \t]*ENABLED[ \t]*=[ \t]*"?yes"?', re.I | re.M)
 _ENV = {"LANG": "C", "LC_ALL": "C"}
-
-
-def ssh_connection():
-    """E(SSH_CONNECTION) of this process or, when sudo dropped it, of the nearest parent process that has it."""
-    value = os.environ.get("SSH_CONNECTION")
-    if value:
-        return value
-    pid = os.getppid()
-    for dummy in range(16):
-        if pid <= 1:
-            return ""
-        try:
-            with open("/proc/%d/environ" % pid, "rb") as handle:
-                env = handle.read()
-        except OSError:
-            env = b""
-        for item in env.split(b"\0"):
-            if item.startswith(b"SSH_CONNECTION="):
-                return to_text(item.split(b"=", 1)[1], errors="surrogate_or_replace")
-        try:
-            with open("/proc/%d/stat" % pid) as handle:
-                pid = int(handle.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            return ""
-    return ""
 
 
 def _read(path):

@@ -354,10 +354,10 @@ import shutil
 import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _netplan
 from ansible_collections.sparkops.specdec.plugins.module_utils._plan import fabric_addresses
+from ansible_collections.sparkops.specdec.plugins.module_utils._ssh_connection import ssh_connection
 
 
 # Owner of the netplan file and of the checkpoint (root; the unit tests point these at their own user).
@@ -369,33 +369,13 @@ class CommandError(Exception):
     pass
 
 
+def _ssh_connection():
+    """E(SSH_CONNECTION) of this process or of the parent sudo dropped it from (module_utils/_ssh_connection), or None."""
+    return ssh_connection() or None
+
+
 def _now():
     return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0)
-
-
-def _ssh_connection():
-    """E(SSH_CONNECTION) of this process or, when sudo dropped it, of the nearest parent process that has it."""
-    value = os.environ.get("SSH_CONNECTION")
-    if value:
-        return value
-    pid = os.getppid()
-    for dummy in range(16):
-        if pid <= 1:
-            return None
-        try:
-            with open("/proc/%d/environ" % pid, "rb") as handle:
-                env = handle.read()
-        except OSError:
-            env = b""
-        for item in env.split(b"\0"):
-            if item.startswith(b"SSH_CONNECTION="):
-                return to_text(item.split(b"=", 1)[1], errors="surrogate_or_replace")
-        try:
-            with open("/proc/%d/stat" % pid) as handle:
-                pid = int(handle.read().rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            return None
-    return None
 
 
 def _read_file(path):
