@@ -32,7 +32,7 @@ import json
 import re
 from collections.abc import Mapping
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _toolcall
+from ansible_collections.sparkops.specdec.plugins.module_utils import _server, _toolcall
 
 try:  # ansible-core requires packaging; the fallback keeps this module importable alone.
     from packaging.version import InvalidVersion, Version
@@ -40,7 +40,8 @@ except ImportError:  # pragma: no cover
     Version = None
     InvalidVersion = ValueError
 
-SCHEMA_VERSION = 1
+# The state file's schema, owned by the node side (module_utils/_server.py).
+SCHEMA_VERSION = _server.STATE_SCHEMA
 ENGINES = ("trtllm", "llamacpp")
 METHODS = ("eagle3", "draft_target", "none")
 # The methods each engine serves (llama-server speculates with a standalone draft model only).
@@ -1110,19 +1111,10 @@ def commits_from_results(results):
 
 
 def parse_probe(stdout, rc):
-    """The head's probe (state file JSON, then a last line 'running' or 'stopped').
+    """The head's probe (state file JSON, then a last line 'running' or 'stopped'), read as server_lifecycle's status
+    reads it (module_utils/_server.parse_status).
 
     Returns ``(state, server_running)``; an absent container, an unreadable or non-JSON state
     file gives an empty state, and anything but a last line 'running' means not running.
     """
-    if rc != 0 or not stdout:
-        return {}, False
-    lines = stdout.rstrip("\n").split("\n")
-    running = lines[-1].strip() == "running"
-    try:
-        state = json.loads("\n".join(lines[:-1]) or "null") or {}
-    except ValueError:
-        state = {}
-    if not isinstance(state, dict) or state.get("schema_version") != SCHEMA_VERSION:
-        state = {}
-    return state, running
+    return _server.parse_status(stdout, rc)
