@@ -5,11 +5,10 @@
 
 - ``settings | sparkops.specdec.trtllm_container_spec``: the docker_container parameters of the engine container.
 - ``settings | sparkops.specdec.trtllm_container_mounts``: its bind mounts, each with the type its source must have
-  (file or directory), what it is and the fix; the role stats each source for engine_container's check.
-- ``settings | sparkops.specdec.trtllm_sshd_image(info_results, probes)``: which image with sshd the
-  multi-node container runs, whether to build it (and its Dockerfile) or to probe an image for sshd first;
-  ``image | sparkops.specdec.trtllm_sshd_image_name(named)``: the derived (or named) image to look for;
-  ``msg | sparkops.specdec.trtllm_sshd_build_failure(image, base, host)``: the one-line error of a failed build.
+  (file or directory), what it is and the fix; sparkops.specdec.engine_mounts looks at each source for
+  engine_container's check.
+- ``msg | sparkops.specdec.trtllm_sshd_build_failure(image, base, host)``: the one-line error of a failed build of
+  the image with sshd (which image that is: the action sparkops.specdec.engine_sshd_image).
 - ``image | sparkops.specdec.trtllm_image_reference_problems(source)``: the problems of the image reference before
   anything changes (a malformed digest, a digest with an archive); ``pulled |
   sparkops.specdec.trtllm_image_problems(me, image)`` (``pulled``: each node's ``trtllm_container_pulled``): after
@@ -44,30 +43,10 @@ def trtllm_container_mounts(settings):
     return _container.container_mounts(dict(settings))
 
 
-def _first_image(result):
-    images = (result or {}).get("images") if isinstance(result, dict) else None
-    return images[0] if images else None
-
-
-def trtllm_sshd_image(settings, info_results=None, probes=None):
-    """settings: multinode, image, sshd_image, sshd_build; info_results: the docker_image_info loop results of the
-    image and of the derived (or named) one (images: [] when absent); probes: image name -> True/False or the probe's
-    registered docker_container result."""
-    found = [_first_image(r) for r in (info_results or [])] + [None, None]
-    try:
-        return _container.sshd_image_plan(dict(settings), found[0], found[1], probes or {})
-    except _container.ContainerError as exc:
-        raise AnsibleFilterError(str(exc)) from None
-
-
 def trtllm_sshd_build_failure(message, image, base, host):
     """The one-line error of a failed build of the derived image (its first cause and the air-gapped way out)."""
     return _container.sshd_build_failure(message, image, base, host)
 
-
-def trtllm_sshd_image_name(image, named=""):
-    """The image with sshd to look for: the one named (trtllm_container_sshd_image), else image-sparkops-sshd."""
-    return str(named) if named else _container.sshd_image_name(image)
 
 
 # The trtllm_container role's registered pull or load of trtllm_container_image (community.docker.docker_image).
@@ -129,8 +108,6 @@ class FilterModule(object):
         return {
             "trtllm_container_spec": trtllm_container_spec,
             "trtllm_container_mounts": trtllm_container_mounts,
-            "trtllm_sshd_image": trtllm_sshd_image,
-            "trtllm_sshd_image_name": trtllm_sshd_image_name,
             "trtllm_sshd_build_failure": trtllm_sshd_build_failure,
             "trtllm_image_reference_problems": trtllm_image_reference_problems,
             "trtllm_image_problems": trtllm_image_problems,

@@ -89,9 +89,10 @@ options:
     default: 300
   mount_stats:
     description:
-      - The registered loop results of M(ansible.builtin.stat) (with C(follow=true), as root) over the filter
-        C(sparkops.specdec.trtllm_container_mounts) of the same settings as O(spec); each result's C(item) is the
-        mount (C(source), C(target), C(type) V(file) or V(directory), C(what), C(fix)).
+      - The C(mount_stats) of M(sparkops.specdec.engine_mounts) (as root) over the filter
+        C(sparkops.specdec.trtllm_container_mounts) of the same settings as O(spec), or the registered loop results of
+        M(ansible.builtin.stat) (with C(follow=true), as root) over them; each result's C(item) is the mount
+        (C(source), C(target), C(type) V(file) or V(directory), C(what), C(fix)).
       - Every bind mount of O(spec) needs a result. Empty skips the check.
     type: list
     elements: dict
@@ -135,14 +136,13 @@ seealso:
 """
 
 EXAMPLES = r"""
-- name: Look at the bind-mount sources (as root; Docker would make a missing one a directory)
-  ansible.builtin.stat:
-    path: "{{ item.source }}"
-    follow: true
-    get_checksum: false
+- name: Create the container's directories and look at its bind-mount sources (as root; Docker would make a missing one a directory)
+  sparkops.specdec.engine_mounts:
+    directories: [/var/lib/sparkops-specdec]
+    owner: spark
+    mounts: "{{ settings | sparkops.specdec.trtllm_container_mounts }}"
   become: true
-  loop: "{{ settings | sparkops.specdec.trtllm_container_mounts }}"
-  register: mount_stats
+  register: host
 
 - name: Run the long-lived TensorRT-LLM container
   sparkops.specdec.engine_container:
@@ -150,7 +150,7 @@ EXAMPLES = r"""
     allow_recreate: "{{ trtllm_container_allow_recreate }}"
     image: "{{ pulled.image }}"
     sshd_port: 2233
-    mount_stats: "{{ mount_stats.results }}"
+    mount_stats: "{{ host.mount_stats }}"
 """
 
 RETURN = r"""

@@ -38,7 +38,8 @@ def docs():
 
 
 def test_filters_found():
-    assert len(FILTERS) >= 28  # 30, less ssh_mesh_node and ssh_mesh_files (module ssh_mesh_keys)
+    assert len(FILTERS) >= 26  # 30, less ssh_mesh_node and ssh_mesh_files (module ssh_mesh_keys), trtllm_sshd_image and
+    # trtllm_sshd_image_name (action engine_sshd_image)
 
 
 @pytest.mark.parametrize("name", sorted(FILTERS))

@@ -13,7 +13,7 @@ from ansible_collections.sparkops.specdec.plugins.filter import node_setup
 
 def test_filters_are_registered():
     assert set(node_setup.FilterModule().filters()) == {"trtllm_container_spec",
-                                                        "trtllm_sshd_image", "trtllm_sshd_image_name", "trtllm_sshd_build_failure",
+                                                        "trtllm_sshd_build_failure",
                                                         "trtllm_container_mounts", "trtllm_image_reference_problems",
                                                         "trtllm_image_problems", "trtllm_image_fetch_failure",
                                                         "trtllm_container_sshd_targets"}
@@ -34,39 +34,6 @@ def test_trtllm_container_spec_refusal_is_a_filter_error():
         "multinode": False, "name": "c", "image": "i", "state_dir": "/s", "hf_cache": "/h", "container_hf_cache_dir": "/r",
         "entrypoint_sha1": "x"})
     assert spec["command"] == ["bash", "/s/entrypoint.sh"]
-
-
-SSHD = {"multinode": True, "image": "sparkops-lab/trtllm-standin:1.3.0rc12-nosshd", "sshd_image": "", "sshd_build": False}
-DERIVED = "sparkops-lab/trtllm-standin:1.3.0rc12-nosshd-sparkops-sshd"
-
-
-def info(*images):
-    """The docker_image_info loop results of the image and its derived one (images: [] when absent)."""
-    return [{"item": "x", "images": [i] if i else []} for i in images]
-
-
-def test_trtllm_sshd_image_reads_the_info_loop_and_the_registered_probe():
-    base = {"Id": "sha256:nosshd", "Config": {"Labels": {}}}
-    plan = node_setup.trtllm_sshd_image(dict(SSHD, sshd_build=True), info(base, None))
-    assert plan["probe"] == SSHD["image"]
-    probe = {"changed": False, "failed": True, "status": 3, "container": {"Output": "sshd=no\n"}}  # failed_when: false
-    plan = node_setup.trtllm_sshd_image(dict(SSHD, sshd_build=True), info(base, None), {SSHD["image"]: probe})
-    assert (plan["image"], plan["build"]) == (DERIVED, True)
-    derived = {"Id": "sha256:d", "Config": {"Labels": {"io.sparkops.specdec.sshd": "/usr/sbin/sshd",
-                                                       "io.sparkops.specdec.sshd-base": "sha256:nosshd"}}}
-    assert node_setup.trtllm_sshd_image(SSHD, info(base, derived))["image"] == DERIVED
-    assert node_setup.trtllm_sshd_image(dict(SSHD, multinode=False), [])["image"] == SSHD["image"]
-
-
-def test_trtllm_sshd_image_refusal_is_a_filter_error():
-    base = {"Id": "sha256:nosshd", "Config": {"Labels": {}}}
-    with pytest.raises(AnsibleFilterError, match="has no /usr/sbin/sshd and trtllm_container_sshd_build is false"):
-        node_setup.trtllm_sshd_image(SSHD, info(base, None), {SSHD["image"]: {"status": 3}})
-
-
-def test_trtllm_sshd_image_name():
-    assert node_setup.trtllm_sshd_image_name(SSHD["image"]) == DERIVED
-    assert node_setup.trtllm_sshd_image_name(SSHD["image"], "site/sshd:1") == "site/sshd:1"
 
 
 # --- trtllm_container_sshd_targets: what the head probes before mpirun ------------------------------------------------
