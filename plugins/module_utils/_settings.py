@@ -117,7 +117,8 @@ PLAYBOOK_SETTINGS = {
     'single_spark_host': {'type': 'str', 'default': 'spark_head'},
     'diagnose_bundle_path': {'type': 'path', 'default': ''},
     'diagnose_log_lines': {'type': 'int', 'default': 200},
-    'diagnose_secrets': {'type': 'list', 'elements': 'str', 'default': []},
+    # Values the support bundle removes: secrets (no_log, like a role option that holds one; docs/secrets.md).
+    'diagnose_secrets': {'type': 'list', 'elements': 'str', 'default': [], 'no_log': True},
     'diagnose_hosts': {'type': 'str', 'default': 'spark_nodes'},
     'status_hosts': {'type': 'str', 'default': 'spark_nodes'},
     'status_report_path': {'type': 'path', 'default': 'specdec-status.json'},
