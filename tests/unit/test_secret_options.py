@@ -171,3 +171,21 @@ def test_the_support_bundle_removes_every_no_log_option_with_no_code_change(tmp_
     assert len(log) == 1 and log[0].count("--port 8000") == len(values)
     everything = "\n".join(members.values()) + run.stdout
     assert [n for n, v in values.items() if v in everything] == []
+
+
+@pytest.mark.parametrize("option, given, shown", [
+    ({"type": "str", "choices": ["basic", "bearer"], "default": "basic"}, "Pa55-w0rd-of-the-registry", "is not one of"),
+    ({"type": "int", "default": 123456789}, "Pa55-w0rd-of-the-registry", "is not a whole number"),
+    ({"type": "list", "elements": "int", "default": [987654321]}, ["Pa55-w0rd-of-the-registry"], "item 1"),
+    ({"type": "str", "default": "default-Pa55-w0rd"}, None, "is null"),
+])
+def test_the_settings_check_never_shows_a_no_log_option_whatever_its_name(option, given, shown):
+    # registry_auth does not look secret by its name; its spec says it is one (no_log), so its value, its default and
+    # an example built from either are never in the check's line.
+    from ansible_collections.sparkops.specdec.plugins.module_utils import _settings
+
+    specs = _settings.load_specs(str(ROOT))
+    specs["specdec_server"]["specdec_server_registry_auth"] = dict(option, no_log=True)
+    lines = _settings.check_settings({"specdec_server_registry_auth": given}, specs)
+    assert len(lines) == 1 and lines[0].startswith("specdec_server_registry_auth: ") and shown in lines[0], lines
+    assert not any(word in lines[0] for word in ("Pa55", "123456789", "987654321")), lines
