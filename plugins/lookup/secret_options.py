@@ -7,12 +7,12 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 name: secret_options
-short_description: Names of the collection's role options that hold secrets (declared no_log in their specs)
+short_description: Names of the collection's options that hold secrets (declared no_log in their specs)
 version_added: 0.3.0
 description:
   - "Returns the names of every option that declares C(no_log: true) in the argument specs
-    (C(meta/argument_specs.yml)) of this collection's roles, e.g. C(specdec_server_hf_token) and
-    C(specdec_server_api_key), sorted."
+    (C(meta/argument_specs.yml)) of this collection's roles or in its playbook settings' table, e.g.
+    C(specdec_server_hf_token), C(specdec_server_api_key) and C(diagnose_secrets) (a list), sorted."
   - "C(playbooks/diagnose.yml) removes the values of all of them from the support bundle; an option added with
     C(no_log: true) is removed as well, with no list to keep by hand."
   - Takes no terms.
@@ -23,7 +23,7 @@ author:
 EXAMPLES = r"""
 - name: The values of every secret option, to scrub them
   ansible.builtin.set_fact:
-    secrets: "{{ query('ansible.builtin.vars', *query('sparkops.specdec.secret_options'), default='') | select | list }}"
+    secrets: "{{ query('ansible.builtin.vars', *query('sparkops.specdec.secret_options'), default='') | flatten | select | list }}"
   no_log: true
 """
 

@@ -23,7 +23,7 @@ What is checked, per host:
 * rules between settings: archive source vs archive path, and the management address
   (``context['ansible_host']``) outside every fabric subnet in effect.
 
-Values of settings whose name looks secret (``looks_secret``) are never shown.
+Values of settings whose name looks secret (``looks_secret``) or whose spec declares ``no_log`` are never shown.
 """
 
 from __future__ import annotations
@@ -117,7 +117,8 @@ PLAYBOOK_SETTINGS = {
     'single_spark_host': {'type': 'str', 'default': 'spark_head'},
     'diagnose_bundle_path': {'type': 'path', 'default': ''},
     'diagnose_log_lines': {'type': 'int', 'default': 200},
-    'diagnose_secrets': {'type': 'list', 'elements': 'str', 'default': []},
+    # Values the support bundle removes: secrets (no_log, like a role option that holds one; docs/secrets.md).
+    'diagnose_secrets': {'type': 'list', 'elements': 'str', 'default': [], 'no_log': True},
     'diagnose_hosts': {'type': 'str', 'default': 'spark_nodes'},
     'status_hosts': {'type': 'str', 'default': 'spark_nodes'},
     'status_report_path': {'type': 'path', 'default': 'specdec-status.json'},
@@ -218,8 +219,14 @@ def _fmt(value, limit=60):
     return text
 
 
-def _shown(name, value):
-    return 'the value (hidden)' if looks_secret(name) else _fmt(value)
+def _secret(name, spec=None):
+    """Whether a setting's value must never be shown: its name looks secret, or its spec declares no_log (a role
+    option or playbook setting marked a secret by its description; docs/secrets.md)."""
+    return looks_secret(name) or (spec or {}).get('no_log') is True
+
+
+def _shown(name, value, spec=None):
+    return 'the value (hidden)' if _secret(name, spec) else _fmt(value)
 
 
 def _kind(value):
@@ -370,7 +377,7 @@ def _type_fix(name, spec, value):
         default = spec.get('default')
         if isinstance(default, list) and default:
             return 'write a YAML list like the default %s' % _fmt(default, 80)
-        if isinstance(value, (str, int, float)) and not isinstance(value, bool) and not looks_secret(name):
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool) and not _secret(name, spec):
             return 'write a YAML list, e.g. %s' % _fmt([value])
         return 'write a YAML list, e.g. ["item"]'
     if kind in ('str', 'path') and isinstance(value, bool):
@@ -398,7 +405,7 @@ def _example(name, spec):
     default = spec.get('default')
     if default is None:
         default = _NO_DEFAULT_EXAMPLES.get(name)
-    if default not in (None, '', [], {}) and not looks_secret(name) and not _templated(default):
+    if default not in (None, '', [], {}) and not _secret(name, spec) and not _templated(default):
         return _fmt(default, 60)
     if kind == 'list' and spec.get('elements') in _EXAMPLES:
         return '[%s]' % _EXAMPLES[spec['elements']]
@@ -420,12 +427,12 @@ def _check_type(name, spec, value):
         value = 'true' if value else 'false'
     elif name in AUTO_OR_BOOL and isinstance(value, str) and value.strip().lower() in ('auto', 'true', 'false'):
         value = value.strip().lower()
-    shown = _shown(name, value)
+    shown = _shown(name, value, spec)
     kind = spec.get('type', 'str')
     if value is None:
         if spec.get('default') is None:
             return None, None
-        default = '' if looks_secret(name) else ' ' + _fmt(spec['default'])
+        default = '' if _secret(name, spec) else ' ' + _fmt(spec['default'])
         return None, '%s: is null (an empty value in YAML); %s, or delete the line to use the default%s.' % (
             name, _with_example(name, spec, _type_fix(name, spec, value)), default)
     convert = _CONVERTERS.get(kind)
@@ -444,7 +451,7 @@ def _check_type(name, spec, value):
                 items.append(_CONVERTERS.get(spec['elements'], lambda v: v)(item))
             except _Invalid as e:
                 return None, '%s: item %d (%s) %s; every item of the list must be %s, e.g. %s.' % (
-                    name, index, _shown(name, item), e, _ARTICLE_TYPES.get(spec['elements'], spec['elements']),
+                    name, index, _shown(name, item, spec), e, _ARTICLE_TYPES.get(spec['elements'], spec['elements']),
                     _example(name, spec))
         coerced = items
     choices = spec.get('choices')
@@ -457,7 +464,7 @@ def _check_type(name, spec, value):
                 listed = ', '.join(str(c) for c in choices)
                 guess = _closest(str(item), [str(c) for c in choices], cutoff=0.5)
                 fix = 'did you mean %s?' % guess if guess else 'set one of them.'
-                what = shown if kind != 'list' else 'item %s' % _shown(name, item)
+                what = shown if kind != 'list' else 'item %s' % _shown(name, item, spec)
                 return None, '%s: %s is not one of %s; %s' % (name, what, listed, fix)
     return coerced, None
 
@@ -1301,13 +1308,13 @@ def _cross_management(effective, context):
 # Entry point
 # ---------------------------------------------------------------------------------------------
 
-def _apply_bound(name, value, given):
+def _apply_bound(name, value, given, spec=None):
     """The problems of a value of the right type (the spec's), shown as the user gave it."""
     rule = BOUNDS.get(name)
     if rule is None or value is None:
         return []
     try:
-        return rule(value, _shown(name, given))
+        return rule(value, _shown(name, given, spec))
     except (TypeError, AttributeError, ValueError):
         # The spec gave the option another type than the rule expects (a spec change): the type
         # check above has passed, and tests/unit/test_option_coverage.py reports the mismatch.
@@ -1371,7 +1378,7 @@ def validate_settings(settings: dict, specs: dict, *, results=RESULTS, context=N
                 problems.append(problem)
                 given[name] = _BAD
                 continue
-            found = _apply_bound(name, coerced, value)
+            found = _apply_bound(name, coerced, value, options[name])
             if found:
                 problems.extend('%s: %s' % (name, p) for p in found)
                 given[name] = _BAD
@@ -1406,7 +1413,7 @@ def check_playbook_values(values: dict) -> tuple[dict, list[str]]:
         if problem:
             problems.append(problem)
             continue
-        found = _apply_bound(name, value, values[name])
+        found = _apply_bound(name, value, values[name], PLAYBOOK_SETTINGS[name])
         if found:
             problems.extend('%s: %s' % (name, p) for p in found)
             continue

@@ -1,8 +1,9 @@
 # -*- coding: utf-8 -*-
-"""Secret options: every option whose name or description marks a secret declares no_log in its argument spec (the
-roles' meta/argument_specs.yml and the modules' argument_spec), and the support bundle (playbooks/diagnose.yml)
-removes the value of every role option so declared, found from the specs (lookup sparkops.specdec.secret_options):
-a secret option added to a spec, in a copy of the collection, is removed from the bundle with no code change."""
+"""Secret options: every option whose name or description marks a secret (the rule: _secret_options.marks_secret)
+declares no_log in its spec (the roles' meta/argument_specs.yml, the playbook settings' table and the modules'
+argument_spec), and the support bundle (playbooks/diagnose.yml) removes the value of every role option and playbook
+setting so declared, found from the specs (lookup sparkops.specdec.secret_options): a secret option added to a spec,
+in a copy of the collection, is removed from the bundle with no code change."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import importlib
 import json
 import os
 import pathlib
-import re
 import shutil
 import subprocess
 import sys
@@ -26,26 +26,7 @@ from ansible_collections.sparkops.specdec.plugins.plugin_utils import _secret_op
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 PLAYBOOK = str(pathlib.Path(sys.executable).parent / "ansible-playbook")
 
-# A word of the name (split at "_") that makes it a secret; "key" only as the last word or in api/private/secret key.
-_NAME_STEMS = ("token", "password", "passwd", "passphrase", "secret", "credential", "apikey", "cookie")
-# A last word that says the value names or locates the secret, or counts tokens (tiktoken files, max_num_tokens).
-_ABOUT = ("dir", "file", "files", "path", "name", "names", "url", "id", "length", "size", "type", "tokens")
-# Phrases of a description that say the value is a secret ("(no secrets)" is a rule about the value, not one).
-_DESCRIPTION = re.compile(r"(?i)\b(access token|hugging face token|hf token|api key|password|passphrase|private key|"
-                          r"credentials?|bearer token|secret key)\b")
-
-
-def marks_secret(name, description, kind="str"):
-    if kind in ("bool", "int", "float"):  # a switch or a number about a secret (token_file_remove), never one
-        return False
-    words = [w for w in name.lower().split("_") if w]
-    if words and words[-1] not in _ABOUT:
-        if any(stem in word for word in words for stem in _NAME_STEMS if word not in ("tokens", "tiktoken")):
-            return True
-        if words[-1] == "key":
-            return True
-    text = " ".join(description) if isinstance(description, list) else str(description or "")
-    return bool(_DESCRIPTION.search(text)) and not name.endswith(_ABOUT)
+marks_secret = _secret_options.marks_secret
 
 
 class _Spec(Exception):
@@ -100,6 +81,18 @@ def test_every_role_option_that_marks_a_secret_declares_no_log():
     assert sorted(declared - secret) == []  # a no_log option the rule does not see: teach the rule
 
 
+def test_every_playbook_setting_that_marks_a_secret_declares_no_log():
+    # The playbook settings (module_utils/_settings.PLAYBOOK_SETTINGS) are options too: diagnose_secrets holds secrets.
+    options = _secret_options.playbook_options()
+    assert len(options) > 20
+    secret = {name for name, spec in options if marks_secret(name, "", spec.get("type", "str"))}
+    declared = {name for name, spec in options if spec.get("no_log") is True}
+    assert "diagnose_secrets" in secret
+    assert sorted(secret - declared) == []
+    assert sorted(declared - secret) == []
+    assert "diagnose_secrets" in _secret_options.no_log_options()
+
+
 def test_every_module_option_that_marks_a_secret_declares_no_log():
     options = module_options()
     assert {(m, o) for m, o, _s, _d in options} >= {("hf_download", "token"), ("specdec_loadgen", "api_key")}
@@ -122,6 +115,12 @@ def _copy(tmp_path):
 
 
 NEW = "specdec_registry_password"
+
+
+def _spec_type(name):
+    specs = dict(_secret_options.playbook_options())
+    specs.update((n, o) for _r, _e, n, o in _secret_options.spec_options())
+    return (specs.get(name) or {}).get("type", "str")
 
 
 def _add_option(collection):
@@ -153,7 +152,9 @@ def test_the_support_bundle_removes_every_no_log_option_with_no_code_change(tmp_
     state = tmp_path / "state"
     state.mkdir()
     (state / "server.log").write_text("".join("srv --%s %s --port 8000\n" % (n, v) for n, v in values.items()))
-    host = dict(values, ansible_connection="local", ansible_python_interpreter=sys.executable, ansible_become=False,
+    # A list setting (diagnose_secrets) holds its secret as an item.
+    given = {name: [value] if _spec_type(name) == "list" else value for name, value in values.items()}
+    host = dict(given, ansible_connection="local", ansible_python_interpreter=sys.executable, ansible_become=False,
                 specdec_state_dir=str(state))
     inventory = tmp_path / "inventory.yml"
     inventory.write_text(json.dumps({"spark_nodes": {"hosts": {"localhost": host}}}))
@@ -170,3 +171,21 @@ def test_the_support_bundle_removes_every_no_log_option_with_no_code_change(tmp_
     assert len(log) == 1 and log[0].count("--port 8000") == len(values)
     everything = "\n".join(members.values()) + run.stdout
     assert [n for n, v in values.items() if v in everything] == []
+
+
+@pytest.mark.parametrize("option, given, shown", [
+    ({"type": "str", "choices": ["basic", "bearer"], "default": "basic"}, "Pa55-w0rd-of-the-registry", "is not one of"),
+    ({"type": "int", "default": 123456789}, "Pa55-w0rd-of-the-registry", "is not a whole number"),
+    ({"type": "list", "elements": "int", "default": [987654321]}, ["Pa55-w0rd-of-the-registry"], "item 1"),
+    ({"type": "str", "default": "default-Pa55-w0rd"}, None, "is null"),
+])
+def test_the_settings_check_never_shows_a_no_log_option_whatever_its_name(option, given, shown):
+    # registry_auth does not look secret by its name; its spec says it is one (no_log), so its value, its default and
+    # an example built from either are never in the check's line.
+    from ansible_collections.sparkops.specdec.plugins.module_utils import _settings
+
+    specs = _settings.load_specs(str(ROOT))
+    specs["specdec_server"]["specdec_server_registry_auth"] = dict(option, no_log=True)
+    lines = _settings.check_settings({"specdec_server_registry_auth": given}, specs)
+    assert len(lines) == 1 and lines[0].startswith("specdec_server_registry_auth: ") and shown in lines[0], lines
+    assert not any(word in lines[0] for word in ("Pa55", "123456789", "987654321")), lines
