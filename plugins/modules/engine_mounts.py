@@ -17,6 +17,8 @@ description:
     M(ansible.builtin.file) with C(state=directory) would (missing parent directories are created with the same owner
     and mode; the group is left alone). A path that exists as anything but a directory (or a symbolic link to one) is
     an error; nothing is changed on the node then.
+  - Looks for O(python_modules) in the node's Python (the C(trtllm_container) role installs C(python3-requests) only
+    when C(requests) is missing).
   - Then looks at the source of each of O(mounts) (following symbolic links, as M(ansible.builtin.stat) with
     C(follow=true)) and returns RV(mount_stats) in the shape of that stat loop's results, which the
     M(sparkops.specdec.engine_container) action checks before a container is created or started (Docker would create a
@@ -40,6 +42,13 @@ options:
     description: The mode of O(directories), octal as a string.
     type: str
     default: '0755'
+  python_modules:
+    description: Python modules to look for in the Python this module runs with (the one Ansible runs every module
+      with on the node); those it cannot import are returned in RV(python_modules_missing). For example V(requests),
+      which the C(community.docker) modules need. Only looked for (C(importlib.util.find_spec)), never imported.
+    type: list
+    elements: str
+    default: []
   mounts:
     description: The bind mounts to look at - the items of the filter C(sparkops.specdec.trtllm_container_mounts), each
       with C(source) (absolute path) and the other keys returned unchanged in RV(mount_stats[].item).
@@ -78,6 +87,7 @@ EXAMPLES = r"""
   sparkops.specdec.engine_mounts:
     directories: [/var/lib/sparkops-specdec, /var/lib/sparkops-specdec/deployments, /home/spark/.cache/huggingface]
     owner: spark
+    python_modules: [requests]
     mounts: "{{ settings | sparkops.specdec.trtllm_container_mounts }}"
   become: true
   register: mounts
@@ -93,6 +103,12 @@ directories:
     path: {description: The directory., type: str}
     created: {description: It (or a parent of it) did not exist., type: bool}
     changed: {description: It was created, or its owner or mode changed., type: bool}
+python_modules_missing:
+  description: The O(python_modules) the node's Python cannot import.
+  returned: always
+  type: list
+  elements: str
+  sample: [requests]
 mount_stats:
   description: One entry per O(mounts) item, as an M(ansible.builtin.stat) loop result - C(item) (the mount as given)
     and C(stat) (C(exists), C(isdir), C(isreg), C(islnk)), or C(failed) and C(msg) when the source cannot be looked
@@ -105,6 +121,7 @@ mount_stats:
       stat: {exists: true, isdir: true, isreg: false, islnk: false}
 """
 
+import importlib.util
 import os
 import pwd
 import stat as statmod
@@ -235,7 +252,15 @@ def run(module):
                                "after": after_item}
                               for item, before_item, after_item in zip(after, before, after)]
     result["mount_stats"] = [mount_stat(mount) for mount in params["mounts"] or []]
+    result["python_modules_missing"] = [name for name in params["python_modules"] or [] if not _importable(name)]
     return result
+
+
+def _importable(name):
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def main():
@@ -245,6 +270,7 @@ def main():
             owner=dict(type="str"),
             mode=dict(type="str", default="0755"),
             mounts=dict(type="list", elements="dict", default=[]),
+            python_modules=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )

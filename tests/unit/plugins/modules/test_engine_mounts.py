@@ -136,3 +136,10 @@ def test_mount_stats_read_by_the_container_decision(tmp_path):
     assert len(problems) == 2
     assert any("dangling symbolic link" in p for p in problems)
     assert any("is a directory where a file belongs" in p for p in problems)
+
+
+def test_python_modules_missing_names_only_what_cannot_be_imported(tmp_path):
+    result = run(python_modules=["json", "sparkops_no_such_module", "os.path"])
+    assert result["python_modules_missing"] == ["sparkops_no_such_module"]
+    assert result["changed"] is False
+    assert run()["python_modules_missing"] == []
