@@ -10,6 +10,9 @@
   true or false; true with another mesh user is an error naming the setting and the fix.
 - ``hostvars | sparkops.specdec.image_peer_copy_role(me, members, head, enabled, image, users)``: the
   same for the engine image (an image pinned by digest is pulled by every node).
+- ``copied | sparkops.specdec.peer_copy_results(looked)``: each model's copy result, or, where the copy did not run
+  because the read-only look (the same module in check mode) found nothing to copy, that look's result (the same
+  keys: a copy with nothing to do returns what its check-mode look did).
 - ``users``: ``[ssh_mesh_user, deploy user]`` (the mesh user empty: the deploy user; the deploy user is the user
   Ansible connects as, ``trtllm_container_mounts.user``); omitted: no check of the mesh user.
 """
@@ -43,6 +46,19 @@ def image_peer_copy_role(hostvars, me, members, head, enabled="auto", image="", 
         raise AnsibleFilterError(exc.msg) from None
 
 
+def peer_copy_results(copied, looked=None):
+    """``{'results': [...]}``: per loop item, the copy's result unless it was skipped, else the look's result."""
+    copied = list((copied or {}).get("results") or [])
+    looked = list((looked or {}).get("results") or [])
+    out = []
+    for index, result in enumerate(copied):
+        if result.get("skipped") and index < len(looked) and not looked[index].get("skipped"):
+            result = looked[index]
+        out.append(result)
+    return {"results": out}
+
+
 class FilterModule(object):
     def filters(self):
-        return {"peer_copy_role": peer_copy_role, "image_peer_copy_role": image_peer_copy_role}
+        return {"peer_copy_role": peer_copy_role, "image_peer_copy_role": image_peer_copy_role,
+                "peer_copy_results": peer_copy_results}
