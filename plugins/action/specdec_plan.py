@@ -125,6 +125,10 @@ class ActionModule(ActionBase):
             if len(play_hosts) != 1:
                 errors.append("inventory: single_spark.yml serves on one Spark but targets %s; put one host in "
                               "spark_head, pass -e single_spark_host=NAME, or use --limit." % ", ".join(play_hosts))
+            else:
+                line = _plan.single_member_problem(fleet, me)
+                if line:
+                    errors.append(line)
         # Every member's settings as Ansible resolved them in its own task context (sparkops.specdec.specdec_settings,
         # registered as specdec_settings on every member before this task): the plan reads nothing else of a host.
         published = {}

@@ -403,6 +403,20 @@ def deployment_from_inventory(settings, topology, members, head, host_addresses=
     }
 
 
+def single_member_problem(fleet, host):
+    """single_spark.yml on a member of a pair that specdec_deployment_id names: one line (it would be planned as one
+    Spark under the pair's id, its state file the pair's), else None. Today's unnamed layout (spark_head +
+    spark_workers) keeps serving its head alone, as documented (inventories/example/hosts.yml)."""
+    for dep in (fleet or {}).get("deployments") or []:
+        if host in dep["members"] and dep.get("named") and len(dep["members"]) > 1:
+            others = ", ".join(h for h in dep["members"] if h != host)
+            return ("inventory: single_spark.yml serves %s as one Spark, but specdec_deployment_id makes it a member of "
+                    "the pair %s (with %s), which would be planned as a single Spark under the pair's id; deploy the "
+                    "pair with playbooks/two_sparks.yml (--limit both) or fleet.yml, or give %s its own "
+                    "specdec_deployment_id to serve it alone." % (host, dep["id"], others, host))
+    return None
+
+
 def pick_preset(preset, method, members, engine="trtllm"):
     if preset and preset != "auto":
         return preset
