@@ -1104,7 +1104,35 @@ def check_fabric(members, settings_of, management):
                                       % (iface.network, host, maddr, mhost))
                 except ValueError:
                     pass
+    errors += check_links(members, settings_of)
     return sorted(set(errors), key=errors.index)
+
+
+def check_links(members, settings_of):
+    """A pair's two QSFP links, each cabled port to port: the two ends of a link need addresses in one subnet.
+    Explicit netplan_qsfp_addresses (per node) can part them; the schemes cannot. One line per parted link."""
+    import ipaddress
+
+    if len(members) != 2:
+        return []
+    ends = []
+    for index, host in enumerate(members):
+        addrs, err = fabric_addresses(settings_of(host), index, len(members))
+        try:
+            ends.append([ipaddress.ip_interface(a) for a in addrs] if not err and len(addrs) == 2 else None)
+        except ValueError:
+            ends.append(None)  # the per-setting checks name the bad address
+    if None in ends:
+        return []
+    errors = []
+    for link in (0, 1):
+        one, two = ends[0][link], ends[1][link]
+        if one.network != two.network:
+            errors.append("netplan_qsfp_addresses: link %d has %s on %s but %s on %s, not one subnet, so its two ends "
+                          "cannot reach each other; give both ends of link %d (item %d of each node's list) addresses in "
+                          "one subnet, e.g. both in %s, or drop netplan_qsfp_addresses to use the scheme."
+                          % (link + 1, one, members[0], two, members[1], link + 1, link + 1, one.network))
+    return errors
 
 
 # ---------------------------------------------------------------------------- run-time inputs

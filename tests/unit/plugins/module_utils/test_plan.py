@@ -552,3 +552,31 @@ def test_plan_says_whether_the_tool_call_smoke_test_runs(settings, members, run)
     plan = ok(settings, members=members)
     assert plan["tool_smoke"]["run"] is run
     assert plan["tool_smoke"]["why"]
+
+
+# Issue 25 item 2: explicit per-node values checked across nodes and links.
+@pytest.mark.parametrize("a, b, parted", [
+    # b's second link in another subnet than a's
+    (["192.168.100.10/24", "192.168.101.10/24"], ["192.168.100.11/24", "192.168.102.11/24"], [2]),
+    # the same subnet but another prefix length on one end of link 1
+    (["10.9.0.1/30", "10.9.1.1/30"], ["10.9.0.2/24", "10.9.1.2/30"], [1]),
+    # the links swapped on b
+    (["192.168.100.10/24", "192.168.101.10/24"], ["192.168.101.11/24", "192.168.100.11/24"], [1, 2]),
+    # b explicit, a on the default scheme (192.168.100.10/24, 192.168.101.10/24)
+    (None, ["192.168.100.11/24", "10.1.1.2/24"], [2]),
+])
+def test_each_link_has_both_ends_in_one_subnet(a, b, parted):
+    settings = {"a": {"netplan_qsfp_addresses": a} if a else {}, "b": {"netplan_qsfp_addresses": b}}
+    lines = _plan.check_fabric(["a", "b"], settings.get, {})
+    links = [line for line in lines if "not one subnet" in line]
+    assert [int(line.split("link ")[1][0]) for line in links] == parted, lines
+    assert all(line.startswith("netplan_qsfp_addresses: link ") and "\n" not in line for line in links)
+
+
+@pytest.mark.parametrize("a, b", [
+    (["10.9.0.1/30", "10.9.1.1/30"], ["10.9.0.2/30", "10.9.1.2/30"]),
+    (["192.168.100.10/24", "192.168.101.10/24"], None),
+])
+def test_links_in_one_subnet_pass(a, b):
+    settings = {"a": {"netplan_qsfp_addresses": a} if a else {}, "b": {"netplan_qsfp_addresses": b} if b else {}}
+    assert [line for line in _plan.check_fabric(["a", "b"], settings.get, {}) if "subnet" in line] == []
