@@ -1239,6 +1239,25 @@ def _cross(effective, context):
             problems.append(problem)
     problems.extend(_cross_management(effective, context or {}))
     problems.extend(_cross_node_lists(effective, context or {}))
+    problems.extend(_cross_host_ports(effective, context or {}))
+    return problems
+
+
+def _cross_host_ports(effective, context):
+    """The ports the collection listens on with the host's network (the server's; the containers' sshd) must not be
+    the node's own sshd (context['ansible_port'], else 22): the runbook moves the container's sshd to 2233 for it."""
+    try:
+        ssh = int(context.get('ansible_port') or 22)
+    except (TypeError, ValueError):
+        return []
+    owner = ' of %s' % context['host'] if context.get('host') else ''
+    problems = []
+    for name, example in (('specdec_server_port', 8355), ('specdec_container_ssh_port', 2233)):
+        value = effective.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value == ssh:
+            problems.append('%s: %d is the SSH port%s (its sshd carries the Ansible connection, ansible_port); the '
+                            'containers share the host network, so it is taken; choose another port, e.g. %d.'
+                            % (name, value, owner, example if example != value else example + 1))
     return problems
 
 

@@ -289,3 +289,14 @@ def test_single_spark_on_the_head_of_todays_unnamed_layout_is_unchanged():
     got = plan(TWO_NODES, topology="single_spark", pattern="spark_head")
     assert not got.get("failed"), got.get("msg")
     assert got["deployment"]["members"] == [got["deployment"]["head"]]
+
+
+def test_the_nodes_ssh_port_reaches_the_port_rule(tmp_path):
+    # A node whose own sshd listens on 2233 (ansible_port): the containers' sshd default would take it.
+    text = FLEET.read_text().replace("              ansible_host: SET-management-address-of-spark-2",
+                                     "              ansible_host: SET-management-address-of-spark-2\n"
+                                     "              ansible_port: 2233")
+    assert problems(plan(write(tmp_path, text), "pair_a")) == [
+        "specdec_container_ssh_port: 2233 is the SSH port of spark-2 (its sshd carries the Ansible connection, "
+        "ansible_port); the containers share the host network, so it is taken; choose another port, e.g. 2234. "
+        "(on spark-2)"]

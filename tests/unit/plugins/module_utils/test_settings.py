@@ -964,3 +964,29 @@ def test_playbook_values_given_directly_are_coerced_and_checked_as_in_an_invento
     good, lines = _settings.check_playbook_values(bad)
     assert good == {} and lines == check(bad) and len(lines) == 3
     assert_well_formed(lines)
+
+
+# Issue 25 item 2: ports that collide with a host service (the node's sshd, the Ansible connection).
+@pytest.mark.parametrize('settings,context,lines', [
+    ({'specdec_container_ssh_port': 22}, {'host': 'spark-1'},
+     ['specdec_container_ssh_port: 22 is the SSH port of spark-1 (its sshd carries the Ansible connection, ansible_port);'
+      ' the containers share the host network, so it is taken; choose another port, e.g. 2233.']),
+    ({'specdec_server_port': 2222}, {'host': 'spark-2', 'ansible_port': 2222},
+     ['specdec_server_port: 2222 is the SSH port of spark-2 (its sshd carries the Ansible connection, ansible_port); '
+      'the containers share the host network, so it is taken; choose another port, e.g. 8355.']),
+    ({'specdec_server_port': '22', 'specdec_container_ssh_port': 22}, {},
+     ['specdec_server_port: 22 is the SSH port (its sshd carries the Ansible connection, ansible_port); the containers '
+      'share the host network, so it is taken; choose another port, e.g. 8355.',
+      'specdec_container_ssh_port: 22 is the SSH port (its sshd carries the Ansible connection, ansible_port); the '
+      'containers share the host network, so it is taken; choose another port, e.g. 2233.']),
+])
+def test_a_port_that_is_the_nodes_sshd_is_refused(settings, context, lines):
+    assert sorted(check(settings, context=context)) == sorted(lines)
+
+
+@pytest.mark.parametrize('settings,context', [
+    ({'specdec_container_ssh_port': 22}, {'ansible_port': 2200}),   # sshd moved: 22 is free
+    ({'specdec_server_port': 8355, 'specdec_container_ssh_port': 2233}, {'ansible_port': '22'}),
+])
+def test_ports_off_the_nodes_sshd_pass(settings, context):
+    assert check(settings, context=context) == []
