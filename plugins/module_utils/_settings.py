@@ -1240,7 +1240,32 @@ def _cross(effective, context):
     problems.extend(_cross_management(effective, context or {}))
     problems.extend(_cross_node_lists(effective, context or {}))
     problems.extend(_cross_host_ports(effective, context or {}))
+    problems.extend(_cross_allow_list(effective))
     return problems
+
+
+def _cross_allow_list(effective):
+    """specdec_server_allowed_networks that admits every client of a family (a /0) beside narrower networks of the
+    same family: the list reads as a restriction but restricts nothing (the preflight counts a /0 as open)."""
+    networks = effective.get('specdec_server_allowed_networks')
+    if not isinstance(networks, list):
+        return []
+    problems = []
+    for everyone in _firewall.admits_everyone(networks):
+        version = ipaddress.ip_network(everyone, strict=False).version
+        narrower = [str(n) for n in networks if str(n).strip() != everyone and _ip_version(n) == version]
+        if narrower:
+            problems.append('specdec_server_allowed_networks: %s admits every IPv%d client, so %s restrict%s nothing; '
+                            'list only the client networks, or only %s to admit every client on purpose.'
+                            % (everyone, version, ', '.join(narrower), 's' if len(narrower) == 1 else '', everyone))
+    return problems
+
+
+def _ip_version(value):
+    try:
+        return ipaddress.ip_network(str(value).strip(), strict=False).version
+    except (ValueError, TypeError):
+        return None
 
 
 def _cross_host_ports(effective, context):

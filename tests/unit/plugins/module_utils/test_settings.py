@@ -990,3 +990,22 @@ def test_a_port_that_is_the_nodes_sshd_is_refused(settings, context, lines):
 ])
 def test_ports_off_the_nodes_sshd_pass(settings, context):
     assert check(settings, context=context) == []
+
+
+# Issue 25 item 2: an allow-list that admits every client is not counted as a restriction.
+@pytest.mark.parametrize('networks,line', [
+    (['10.20.0.0/16', '0.0.0.0/0'], 'specdec_server_allowed_networks: 0.0.0.0/0 admits every IPv4 client, so '
+     '10.20.0.0/16 restricts nothing; list only the client networks, or only 0.0.0.0/0 to admit every client on '
+     'purpose.'),
+    (['::/0', '2001:db8::/64', '192.168.1.7/32', 'fd00::/8'], 'specdec_server_allowed_networks: ::/0 admits every IPv6 '
+     'client, so 2001:db8::/64, fd00::/8 restrict nothing; list only the client networks, or only ::/0 to admit every '
+     'client on purpose.'),
+])
+def test_an_allow_list_with_everyone_beside_narrower_networks_is_refused(networks, line):
+    assert check({'specdec_server_allowed_networks': networks}) == [line]
+
+
+@pytest.mark.parametrize('networks', [['0.0.0.0/0'], ['0.0.0.0/0', '::/0'], ['0.0.0.0/0', '2001:db8::/64'],
+                                      ['10.0.0.0/8', '192.168.1.7/32']])
+def test_an_allow_list_of_one_kind_passes(networks):
+    assert check({'specdec_server_allowed_networks': networks}) == []
