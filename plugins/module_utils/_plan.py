@@ -819,6 +819,15 @@ def exposure(host, api_key_set):
     return "address"
 
 
+def _check_method_ignores(dep, r, errors):
+    """A draft length given with method none: nothing drafts, the value would be silently ignored."""
+    value = dep["settings"].get("specdec_server_max_draft_len")
+    if r["method"] == "none" and value not in (None, ""):
+        errors.append("specdec_server_max_draft_len: %s, but method none serves without speculation, so nothing uses "
+                      "it; remove it, or set specdec_server_method: %s."
+                      % (value, "draft_target" if r["engine"] == "llamacpp" else "eagle3 or draft_target"))
+
+
 def _check_access(dep, r, errors):
     """specdec_server_api_key: only llama-server takes one (trtllm-serve has no API key option)."""
     key = dep["settings"].get("specdec_server_api_key") or ""
@@ -852,6 +861,7 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
     if dep["engine"] in ENGINES:
         _check_engine(dep, r, errors)
     _check_access(dep, r, errors)
+    _check_method_ignores(dep, r, errors)
     llama = r["engine"] == "llamacpp"
     spelling = None if llama else spelling_for(trtllm_version)
     state_dir = s.get("specdec_state_dir") or "/var/lib/sparkops/specdec"

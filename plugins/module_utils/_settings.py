@@ -1241,6 +1241,23 @@ def _cross(effective, context):
     problems.extend(_cross_node_lists(effective, context or {}))
     problems.extend(_cross_host_ports(effective, context or {}))
     problems.extend(_cross_allow_list(effective))
+    problems.extend(_cross_nothing_to_act_on(effective, context or {}))
+    return problems
+
+
+def _cross_nothing_to_act_on(effective, context):
+    """A consent with nothing to act on, a timer whose runner is off: a setting given that would change nothing."""
+    problems = []
+    if effective.get('specdec_server_firewall_enable') is True and not effective.get('specdec_server_allowed_networks'):
+        problems.append('specdec_server_firewall_enable: true, but specdec_server_allowed_networks is empty, so no '
+                        'firewall of ours is set up and ufw is not turned on; list the client networks to admit, or '
+                        'remove specdec_server_firewall_enable.')
+    hang = effective.get('specdec_server_hang_timeout')
+    if ('specdec_server_hang_timeout' in (context.get('given') or ()) and effective.get('specdec_server_autostart') is False
+            and isinstance(hang, int) and not isinstance(hang, bool) and hang > 0):
+        problems.append('specdec_server_hang_timeout: %d s, but specdec_server_autostart: false turns off the '
+                        'supervisor that runs the hang watchdog, so no hung server is recycled; set '
+                        'specdec_server_autostart: true, or remove specdec_server_hang_timeout.' % hang)
     return problems
 
 
@@ -1434,7 +1451,7 @@ def validate_settings(settings: dict, specs: dict, *, results=RESULTS, context=N
             effective[name] = spec.get('default')
     # A setting with its own problem takes no part in the rules between settings.
     effective = {k: v for k, v in effective.items() if v is not _BAD}
-    problems.extend(_cross(effective, context))
+    problems.extend(_cross(effective, dict(context or {}, given=frozenset(given))))
     valid = {k: v for k, v in given.items() if v is not _BAD}
     return valid, sorted(set(_one_line(p) for p in problems))
 

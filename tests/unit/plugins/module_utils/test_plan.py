@@ -580,3 +580,21 @@ def test_each_link_has_both_ends_in_one_subnet(a, b, parted):
 def test_links_in_one_subnet_pass(a, b):
     settings = {"a": {"netplan_qsfp_addresses": a} if a else {}, "b": {"netplan_qsfp_addresses": b} if b else {}}
     assert [line for line in _plan.check_fabric(["a", "b"], settings.get, {}) if "subnet" in line] == []
+
+
+# Issue 25 item 2: a setting the chosen method ignores.
+@pytest.mark.parametrize("make, settings, method_fix", [
+    (build, {"specdec_server_method": "none", "specdec_server_max_draft_len": 4}, "eagle3 or draft_target"),
+    (llama, {"specdec_server_method": "none", "specdec_server_max_draft_len": "3"}, "draft_target"),
+])
+def test_a_draft_length_with_method_none_is_refused(make, settings, method_fix):
+    out = make(settings)
+    assert out["errors"] == [
+        "specdec_server_max_draft_len: %s, but method none serves without speculation, so nothing uses it; remove it, "
+        "or set specdec_server_method: %s." % (settings["specdec_server_max_draft_len"], method_fix)]
+
+
+def test_method_none_without_a_draft_length_and_a_draft_length_with_a_method_pass():
+    assert ok({"specdec_server_method": "none"})["method"] == "none"
+    assert ok({"specdec_server_method": "none", "specdec_server_max_draft_len": None})["method"] == "none"
+    assert ok({"specdec_server_max_draft_len": 4})["max_draft_len"] == 4

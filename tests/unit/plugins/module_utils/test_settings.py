@@ -1009,3 +1009,33 @@ def test_an_allow_list_with_everyone_beside_narrower_networks_is_refused(network
                                       ['10.0.0.0/8', '192.168.1.7/32']])
 def test_an_allow_list_of_one_kind_passes(networks):
     assert check({'specdec_server_allowed_networks': networks}) == []
+
+
+# Issue 25 item 2: a consent with nothing to act on, a timer whose runner is off.
+@pytest.mark.parametrize('settings,line', [
+    ({'specdec_server_firewall_enable': True}, 'specdec_server_firewall_enable: true, but '
+     'specdec_server_allowed_networks is empty, so no firewall of ours is set up and ufw is not turned on; list the '
+     'client networks to admit, or remove specdec_server_firewall_enable.'),
+    ({'specdec_server_firewall_enable': 'yes', 'specdec_server_allowed_networks': []}, 'specdec_server_firewall_enable: '
+     'true, but specdec_server_allowed_networks is empty, so no firewall of ours is set up and ufw is not turned on; '
+     'list the client networks to admit, or remove specdec_server_firewall_enable.'),
+    ({'specdec_server_hang_timeout': 300, 'specdec_server_autostart': False}, 'specdec_server_hang_timeout: 300 s, but '
+     'specdec_server_autostart: false turns off the supervisor that runs the hang watchdog, so no hung server is '
+     'recycled; set specdec_server_autostart: true, or remove specdec_server_hang_timeout.'),
+    ({'specdec_server_hang_timeout': '600', 'specdec_server_autostart': 'off'}, 'specdec_server_hang_timeout: 600 s, but '
+     'specdec_server_autostart: false turns off the supervisor that runs the hang watchdog, so no hung server is '
+     'recycled; set specdec_server_autostart: true, or remove specdec_server_hang_timeout.'),
+])
+def test_a_setting_with_nothing_to_act_on_is_refused(settings, line):
+    assert check(settings) == [line]
+
+
+@pytest.mark.parametrize('settings', [
+    {'specdec_server_firewall_enable': True, 'specdec_server_allowed_networks': ['10.0.0.0/8']},
+    {'specdec_server_firewall_enable': False},
+    {'specdec_server_autostart': False},                                   # the default hang timeout is not given
+    {'specdec_server_autostart': False, 'specdec_server_hang_timeout': 0},  # the watchdog off, said twice
+    {'specdec_server_hang_timeout': 15},
+])
+def test_settings_that_act_pass(settings):
+    assert check(settings) == []
