@@ -639,7 +639,39 @@ def _argv(dep, r, options, cli_frac, revision, state_dir, errors):
             argv += ["--kv_cache_free_gpu_memory_fraction", str(cli_frac)]
     argv += ["--extra_llm_api_options", state_dir + "/extra-llm-api-config.yml",
              "--host", str(r["host"]), "--port", str(r["port"])]
+    _check_extra_twice(argv, extra, options, errors)
     return argv + extra
+
+
+# trtllm-serve flags the plan may put on the command line, and the setting that gives each one.
+_CLI_SETTINGS = {"--max_batch_size": "specdec_server_max_batch_size", "--max_num_tokens": "specdec_server_max_num_tokens",
+                 "--kv_cache_free_gpu_memory_fraction": "specdec_server_kv_cache_free_gpu_memory_fraction"}
+
+
+# trtllm-serve flags whose extra-llm-api-config.yml key is not the flag's name.
+_FLAG_KEYS = {"--kv_cache_free_gpu_memory_fraction": ("kv_cache_config", "free_gpu_memory_fraction")}
+
+
+def _check_extra_twice(argv, extra, options, errors):
+    """A flag of specdec_server_extra_args that the preset or a setting already gives trtllm-serve: on its command line
+    (two values, one ignored), or as a key of extra-llm-api-config.yml (the file wins over the flag)."""
+    planned = {a for a in argv if a.startswith("--")}
+    for arg in extra:
+        flag = arg.split("=", 1)[0]
+        if not flag.startswith("--") or flag in OWNED_FLAGS:
+            continue  # the plan's own flags are reported above
+        setting = _CLI_SETTINGS.get(flag)
+        if flag in planned:
+            errors.append("specdec_server_extra_args: %s is on trtllm-serve's command line already (the preset's or "
+                          "%s); remove it from the extra args and set %s instead." % (flag, setting, setting))
+            continue
+        path = _FLAG_KEYS.get(flag, (flag[2:],))
+        value, found = _get_path(options, path)
+        if found:
+            key = ".".join(path)
+            errors.append("specdec_server_extra_args: %s is set by extra-llm-api-config.yml too (%s: %s, the preset's "
+                          "or specdec_server_llm_api_options), which wins over the flag; set it in one place, e.g. "
+                          "specdec_server_llm_api_options.%s." % (flag, key, json.dumps(value, default=str)[:60], key))
 
 
 def gguf_path(cache_in_container, repo, commit, filename):

@@ -598,3 +598,32 @@ def test_method_none_without_a_draft_length_and_a_draft_length_with_a_method_pas
     assert ok({"specdec_server_method": "none"})["method"] == "none"
     assert ok({"specdec_server_method": "none", "specdec_server_max_draft_len": None})["method"] == "none"
     assert ok({"specdec_server_max_draft_len": 4})["max_draft_len"] == 4
+
+
+# Issue 25 item 2: a flag given twice, through specdec_server_extra_args and the preset (or a setting).
+@pytest.mark.parametrize("extra, members, line", [
+    (["--max_batch_size", "4"], ("spark-1",),
+     "specdec_server_extra_args: --max_batch_size is on trtllm-serve's command line already (the preset's or "
+     "specdec_server_max_batch_size); remove it from the extra args and set specdec_server_max_batch_size instead."),
+    (["--log_level", "info", "--max_num_tokens=2048"], ("spark-1", "spark-2"),
+     "specdec_server_extra_args: --max_num_tokens is on trtllm-serve's command line already (the preset's or "
+     "specdec_server_max_num_tokens); remove it from the extra args and set specdec_server_max_num_tokens instead."),
+    (["--enable_chunked_prefill"], ("spark-1", "spark-2"),
+     "specdec_server_extra_args: --enable_chunked_prefill is set by extra-llm-api-config.yml too "
+     "(enable_chunked_prefill: false, the preset's or specdec_server_llm_api_options), which wins over the flag; set it "
+     "in one place, e.g. specdec_server_llm_api_options.enable_chunked_prefill."),
+    (["--kv_cache_free_gpu_memory_fraction", "0.5"], ("spark-1", "spark-2"),
+     "specdec_server_extra_args: --kv_cache_free_gpu_memory_fraction is set by extra-llm-api-config.yml too "
+     "(kv_cache_config.free_gpu_memory_fraction: 0.9, the preset's or specdec_server_llm_api_options), which wins over "
+     "the flag; set it in one place, e.g. specdec_server_llm_api_options.kv_cache_config.free_gpu_memory_fraction."),
+])
+def test_a_flag_given_twice_through_extra_args_and_the_preset_is_refused(extra, members, line):
+    assert build({"specdec_server_extra_args": extra}, members=members)["errors"] == [line]
+
+
+@pytest.mark.parametrize("extra, members", [
+    (["--max_batch_size", "4"], ("spark-1", "spark-2")),   # the pair's preset leaves it unset
+    (["--log_level", "info"], ("spark-1",)),
+])
+def test_a_flag_the_preset_does_not_give_passes(extra, members):
+    assert build({"specdec_server_extra_args": extra}, members=members)["errors"] == []
