@@ -79,7 +79,7 @@ def check(args):
         errors.append("specdec_benchmark_points: mode tune compares against the baseline; add none to the points.")
     restart = args.get("restart_seconds")
     try:
-        bad_restart = restart not in (None, "") and not float(restart) > 0
+        bad_restart = restart not in (None, "") and (not math.isfinite(float(restart)) or float(restart) <= 0)
     except (TypeError, ValueError):
         bad_restart = True
     if bad_restart:
