@@ -121,6 +121,7 @@ def test_the_estimate_prefers_the_restart_time_measured_on_the_node():
     ({"prompts": {"short": SHORT, "long": "{not json"}}, "long.json is not a prompt set"),
     ({"prompts": {"short": SHORT, "long": '{"prompts": []}'}}, "long.json is not a prompt set"),
     ({"restart_seconds": 0}, "specdec_benchmark_restart_seconds"),
+    ({"restart_seconds": "nan"}, "specdec_benchmark_restart_seconds"),
 ])
 def test_the_real_runs_refusals_are_made_by_the_plan_in_check_mode_too(over, setting):
     task_check = run(**over)
