@@ -10,6 +10,7 @@ plugins/modules/specdec_bench_plan.py.
 
 from __future__ import annotations
 
+import json
 import math
 
 from ansible.errors import AnsibleError
@@ -19,7 +20,12 @@ from ansible_collections.sparkops.specdec.plugins.module_utils import _bench, _t
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _bench_report
 
 _ARGS = frozenset(("mode", "points", "repeats", "seed", "probes", "objective", "concurrency", "prompt_sets", "runs",
-                   "round", "restart_seconds", "probe", "num_requests", "max_tokens", "current_point"))
+                   "round", "restart_seconds", "probe", "num_requests", "max_tokens", "current_point", "engine",
+                   "state", "target_model", "allow_restart", "pinned", "prompts", "host"))
+
+# What the role passes as specdec_server_method / specdec_server_max_draft_len when nothing outranks its task vars:
+# any other value came from an extra var (-e) or a fact, and would pin every point of the sweep.
+UNPINNED = "sparkops-benchmark-point"
 
 
 def _label(point):
@@ -71,7 +77,56 @@ def check(args):
             errors.append("specdec_benchmark_objective.%s: %r; set seconds > 0, or null for no bound." % (key, value))
     if mode == "tune" and not errors and _tune.NONE not in normalized:
         errors.append("specdec_benchmark_points: mode tune compares against the baseline; add none to the points.")
+    restart = args.get("restart_seconds")
+    try:
+        bad_restart = restart not in (None, "") and (not math.isfinite(float(restart)) or float(restart) <= 0)
+    except (TypeError, ValueError):
+        bad_restart = True
+    if bad_restart:
+        errors.append("specdec_benchmark_restart_seconds: %r; set the seconds a server restart takes (> 0), or null "
+                      "for the one measured on the node or the engine's default." % (restart,))
+    errors += check_pinned(args.get("pinned"))
+    errors += read_prompts(args.get("prompts"), sets)[1]
     return errors
+
+
+def check_pinned(pinned):
+    """The sweep sets the method and the draft length of each point as include vars; an extra var (-e) or a fact of
+    the same name wins over them, and every point would serve the same thing."""
+    names = sorted(name for name, value in (pinned or {}).items() if str(value) != UNPINNED)
+    if not names:
+        return []
+    return ["%s: set as an extra var (-e) or a fact, which overrides every sweep point; remove it from the command "
+            "line (set it in the inventory instead, or list the draft lengths in specdec_benchmark_points)."
+            % " / ".join(names)]
+
+
+def read_prompts(texts, sets):
+    """({name: [prompt, ...]}, errors) from the prompt set files' texts ({name: text, or None when no file}).
+
+    ``texts`` None: not read (the plan only schedules), no error."""
+    if texts is None:
+        return {}, []
+    prompts, errors = {}, []
+    for name in sets:
+        text = texts.get(name)
+        if text in (None, ""):
+            errors.append("specdec_benchmark_prompt_sets: %r has no file %s.json (in specdec_benchmark_prompts_dir, or "
+                          "the role's files/prompts: short, long); name an existing prompt set or add the file."
+                          % (name, name))
+            continue
+        try:
+            data = json.loads(text) if isinstance(text, str) else text
+            found = data.get("prompts") if isinstance(data, dict) else None
+        except ValueError as exc:
+            found, data = None, exc
+        if not isinstance(found, list) or not found:
+            errors.append("specdec_benchmark_prompt_sets: %s.json is not a prompt set (%s); write JSON like "
+                          "{\"prompts\": [\"a prompt\", ...]} with at least one prompt."
+                          % (name, data if isinstance(data, ValueError) else "no list 'prompts'"))
+            continue
+        prompts[name] = found
+    return prompts, errors
 
 
 class ActionModule(ActionBase):
@@ -120,21 +175,35 @@ class ActionModule(ActionBase):
         if tps:
             run_seconds = sum(math.ceil(args["num_requests"] / float(c)) * args["max_tokens"] / tps
                               for c, dummy in visits) / len(visits)
-        restart = float(args.get("restart_seconds") or 0)
+        restart, source = _tune.restart_seconds(args.get("restart_seconds"), args.get("engine"), args.get("state"),
+                                                args.get("target_model"))
         current = args.get("current_point")
         estimate = _tune.estimate_seconds(schedule, len(visits), restart, run_seconds or 0,
                                           None if current is None else _bench.normalize_point(current))
-        estimate.update(restart_seconds=restart, run_seconds=run_seconds, probe_tokens_per_second=tps)
+        estimate.update(restart_seconds=restart, restart_source=source, run_seconds=run_seconds,
+                        probe_tokens_per_second=tps)
+        why = {"setting": "specdec_benchmark_restart_seconds", "measured": "measured on the node",
+               "default": "the %s default, not measured on the node" % (args.get("engine") or "largest engine")}
         order = ", ".join("%s(b%d)" % (_label(e["point"]), e["block"]) for e in schedule)
         if schedule:
             msg = ("%s round %d: %d point visit(s) [%s], %d run(s) of %d request(s) each (concurrency %s, prompt sets "
-                   "%s); about %d restart(s) x %.0f s + runs ~ %.0f min%s."
+                   "%s); about %d restart(s) x %.0f s (%s) + runs ~ %.0f min%s."
                    % (mode, args.get("round") or 0, len(schedule), order, estimate["runs"], args["num_requests"],
                       "/".join(str(c) for c in args["concurrency"]), "/".join(args["prompt_sets"]),
-                      estimate["restarts"], restart, estimate["seconds"] / 60.0,
+                      estimate["restarts"], restart, why[source], estimate["seconds"] / 60.0,
                       "" if run_seconds else " (runs not estimated: no probe figures)"))
         else:
             msg = "%s: no more points to measure (round %d)." % (mode, args.get("round") or 0)
+        if args.get("allow_restart") is not None and schedule and not _bool(args["allow_restart"]):
+            result.update(failed=True, msg="specdec_benchmark_allow_restart: the benchmark restarts the server of %s "
+                          "for each of its %d point visits (%s); serving stops while the weights reload each time. "
+                          "Re-run with -e specdec_benchmark_allow_restart=true. Nothing was changed."
+                          % (args.get("host") or "the head", len(schedule), msg))
+            return result
         result.update(changed=False, schedule=schedule, segments=segments, done=not schedule, estimate=estimate,
-                      msg=msg)
+                      prompts=read_prompts(args.get("prompts"), args["prompt_sets"])[0], msg=msg)
         return result
+
+
+def _bool(value):
+    return value is True or str(value).strip().lower() in ("true", "yes", "on", "1")

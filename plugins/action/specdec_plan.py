@@ -125,6 +125,10 @@ class ActionModule(ActionBase):
             if len(play_hosts) != 1:
                 errors.append("inventory: single_spark.yml serves on one Spark but targets %s; put one host in "
                               "spark_head, pass -e single_spark_host=NAME, or use --limit." % ", ".join(play_hosts))
+            else:
+                line = _plan.single_member_problem(fleet, me)
+                if line:
+                    errors.append(line)
         # Every member's settings as Ansible resolved them in its own task context (sparkops.specdec.specdec_settings,
         # registered as specdec_settings on every member before this task): the plan reads nothing else of a host.
         published = {}
@@ -150,13 +154,14 @@ class ActionModule(ActionBase):
                 per_host.setdefault(line, []).append(host)
             # Names that are no setting (misspelt, removed): checked by name only.
             given = dict({name: None for name in found.get("misnamed") or []}, **found["settings"])
-            address = None
+            address = port = None
             try:
                 address = hostvars[host].get("ansible_host")
+                port = hostvars[host].get("ansible_port")
             except Exception:  # an unresolvable ansible_host is reported by the connection itself
                 pass
             addresses[host] = address or host
-            context = {"host": host, "ansible_host": address, "topology": topology}
+            context = {"host": host, "ansible_host": address, "ansible_port": port, "topology": topology}
             valid, problems = _settings.validate_settings(given, specs, context=context)
             for line in problems:
                 per_host.setdefault(line, []).append(host)

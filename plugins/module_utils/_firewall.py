@@ -49,6 +49,18 @@ def network_problem(value, shown):
     return None
 
 
+def admits_everyone(networks):
+    """The networks of an allow-list that admit every client of their family (a /0: 0.0.0.0/0, ::/0), as given."""
+    found = []
+    for value in networks or []:
+        try:
+            if ipaddress.ip_network(str(value).strip(), strict=False).prefixlen == 0:
+                found.append(str(value).strip())
+        except (ValueError, TypeError):
+            continue  # named by network_problem
+    return found
+
+
 def _cidr(text):
     """The network of ``text`` (an address or a CIDR, host bits ignored) in CIDR form; ValueError when it is none."""
     return str(ipaddress.ip_interface(str(text).strip()).network)

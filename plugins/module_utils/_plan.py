@@ -403,6 +403,20 @@ def deployment_from_inventory(settings, topology, members, head, host_addresses=
     }
 
 
+def single_member_problem(fleet, host):
+    """single_spark.yml on a member of a pair that specdec_deployment_id names: one line (it would be planned as one
+    Spark under the pair's id, its state file the pair's), else None. Today's unnamed layout (spark_head +
+    spark_workers) keeps serving its head alone, as documented (inventories/example/hosts.yml)."""
+    for dep in (fleet or {}).get("deployments") or []:
+        if host in dep["members"] and dep.get("named") and len(dep["members"]) > 1:
+            others = ", ".join(h for h in dep["members"] if h != host)
+            return ("inventory: single_spark.yml serves %s as one Spark, but specdec_deployment_id makes it a member of "
+                    "the pair %s (with %s), which would be planned as a single Spark under the pair's id; deploy the "
+                    "pair with playbooks/two_sparks.yml (--limit both) or fleet.yml, or give %s its own "
+                    "specdec_deployment_id to serve it alone." % (host, dep["id"], others, host))
+    return None
+
+
 def pick_preset(preset, method, members, engine="trtllm"):
     if preset and preset != "auto":
         return preset
@@ -625,7 +639,39 @@ def _argv(dep, r, options, cli_frac, revision, state_dir, errors):
             argv += ["--kv_cache_free_gpu_memory_fraction", str(cli_frac)]
     argv += ["--extra_llm_api_options", state_dir + "/extra-llm-api-config.yml",
              "--host", str(r["host"]), "--port", str(r["port"])]
+    _check_extra_twice(argv, extra, options, errors)
     return argv + extra
+
+
+# trtllm-serve flags the plan may put on the command line, and the setting that gives each one.
+_CLI_SETTINGS = {"--max_batch_size": "specdec_server_max_batch_size", "--max_num_tokens": "specdec_server_max_num_tokens",
+                 "--kv_cache_free_gpu_memory_fraction": "specdec_server_kv_cache_free_gpu_memory_fraction"}
+
+
+# trtllm-serve flags whose extra-llm-api-config.yml key is not the flag's name.
+_FLAG_KEYS = {"--kv_cache_free_gpu_memory_fraction": ("kv_cache_config", "free_gpu_memory_fraction")}
+
+
+def _check_extra_twice(argv, extra, options, errors):
+    """A flag of specdec_server_extra_args that the preset or a setting already gives trtllm-serve: on its command line
+    (two values, one ignored), or as a key of extra-llm-api-config.yml (the file wins over the flag)."""
+    planned = {a for a in argv if a.startswith("--")}
+    for arg in extra:
+        flag = arg.split("=", 1)[0]
+        if not flag.startswith("--") or flag in OWNED_FLAGS:
+            continue  # the plan's own flags are reported above
+        setting = _CLI_SETTINGS.get(flag)
+        if flag in planned:
+            errors.append("specdec_server_extra_args: %s is on trtllm-serve's command line already (the preset's or "
+                          "%s); remove it from the extra args and set %s instead." % (flag, setting, setting))
+            continue
+        path = _FLAG_KEYS.get(flag, (flag[2:],))
+        value, found = _get_path(options, path)
+        if found:
+            key = ".".join(path)
+            errors.append("specdec_server_extra_args: %s is set by extra-llm-api-config.yml too (%s: %s, the preset's "
+                          "or specdec_server_llm_api_options), which wins over the flag; set it in one place, e.g. "
+                          "specdec_server_llm_api_options.%s." % (flag, key, json.dumps(value, default=str)[:60], key))
 
 
 def gguf_path(cache_in_container, repo, commit, filename):
@@ -805,6 +851,15 @@ def exposure(host, api_key_set):
     return "address"
 
 
+def _check_method_ignores(dep, r, errors):
+    """A draft length given with method none: nothing drafts, the value would be silently ignored."""
+    value = dep["settings"].get("specdec_server_max_draft_len")
+    if r["method"] == "none" and value not in (None, ""):
+        errors.append("specdec_server_max_draft_len: %s, but method none serves without speculation, so nothing uses "
+                      "it; remove it, or set specdec_server_method: %s."
+                      % (value, "draft_target" if r["engine"] == "llamacpp" else "eagle3 or draft_target"))
+
+
 def _check_access(dep, r, errors):
     """specdec_server_api_key: only llama-server takes one (trtllm-serve has no API key option)."""
     key = dep["settings"].get("specdec_server_api_key") or ""
@@ -838,6 +893,7 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
     if dep["engine"] in ENGINES:
         _check_engine(dep, r, errors)
     _check_access(dep, r, errors)
+    _check_method_ignores(dep, r, errors)
     llama = r["engine"] == "llamacpp"
     spelling = None if llama else spelling_for(trtllm_version)
     state_dir = s.get("specdec_state_dir") or "/var/lib/sparkops/specdec"
@@ -1090,7 +1146,35 @@ def check_fabric(members, settings_of, management):
                                       % (iface.network, host, maddr, mhost))
                 except ValueError:
                     pass
+    errors += check_links(members, settings_of)
     return sorted(set(errors), key=errors.index)
+
+
+def check_links(members, settings_of):
+    """A pair's two QSFP links, each cabled port to port: the two ends of a link need addresses in one subnet.
+    Explicit netplan_qsfp_addresses (per node) can part them; the schemes cannot. One line per parted link."""
+    import ipaddress
+
+    if len(members) != 2:
+        return []
+    ends = []
+    for index, host in enumerate(members):
+        addrs, err = fabric_addresses(settings_of(host), index, len(members))
+        try:
+            ends.append([ipaddress.ip_interface(a) for a in addrs] if not err and len(addrs) == 2 else None)
+        except ValueError:
+            ends.append(None)  # the per-setting checks name the bad address
+    if None in ends:
+        return []
+    errors = []
+    for link in (0, 1):
+        one, two = ends[0][link], ends[1][link]
+        if one.network != two.network:
+            errors.append("netplan_qsfp_addresses: link %d has %s on %s but %s on %s, not one subnet, so its two ends "
+                          "cannot reach each other; give both ends of link %d (item %d of each node's list) addresses in "
+                          "one subnet, e.g. both in %s, or drop netplan_qsfp_addresses to use the scheme."
+                          % (link + 1, one, members[0], two, members[1], link + 1, link + 1, one.network))
+    return errors
 
 
 # ---------------------------------------------------------------------------- run-time inputs

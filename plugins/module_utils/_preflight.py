@@ -30,7 +30,7 @@ import ipaddress
 import json
 import re
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _container_change, _nccl, _settings
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _container_change, _firewall, _nccl, _settings
 
 STATUSES = ("pass", "warn", "fail", "skip")
 
@@ -395,7 +395,8 @@ def check_endpoint_exposure(node, probe, ctx):
         return "skip", "skipped: the server listens on the head (%s)" % head
     where = "%s:%s" % ("[%s]" % host if ":" in str(host) else host, port)
     allowed = ctx.get("allowed_networks") or []
-    if allowed and exposure != "loopback":
+    # An allow-list with a /0 (0.0.0.0/0, ::/0) admits every client: no restriction, judged as if there were none.
+    if allowed and exposure != "loopback" and not _firewall.admits_everyone(allowed):
         return "pass", ("the endpoint listens on %s%s; the host firewall (ufw, specdec_server_allowed_networks) admits "
                         "only %s to port %s" % (where, "" if ctx["api_key"] else " with no API key", ", ".join(allowed),
                                                 port))

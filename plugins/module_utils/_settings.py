@@ -1246,6 +1246,67 @@ def _cross(effective, context):
             problems.append(problem)
     problems.extend(_cross_management(effective, context or {}))
     problems.extend(_cross_node_lists(effective, context or {}))
+    problems.extend(_cross_host_ports(effective, context or {}))
+    problems.extend(_cross_allow_list(effective))
+    problems.extend(_cross_nothing_to_act_on(effective, context or {}))
+    return problems
+
+
+def _cross_nothing_to_act_on(effective, context):
+    """A consent with nothing to act on, a timer whose runner is off: a setting given that would change nothing."""
+    problems = []
+    if effective.get('specdec_server_firewall_enable') is True and not effective.get('specdec_server_allowed_networks'):
+        problems.append('specdec_server_firewall_enable: true, but specdec_server_allowed_networks is empty, so no '
+                        'firewall of ours is set up and ufw is not turned on; list the client networks to admit, or '
+                        'remove specdec_server_firewall_enable.')
+    hang = effective.get('specdec_server_hang_timeout')
+    if ('specdec_server_hang_timeout' in (context.get('given') or ()) and effective.get('specdec_server_autostart') is False
+            and isinstance(hang, int) and not isinstance(hang, bool) and hang > 0):
+        problems.append('specdec_server_hang_timeout: %d s, but specdec_server_autostart: false turns off the '
+                        'supervisor that runs the hang watchdog, so no hung server is recycled; set '
+                        'specdec_server_autostart: true, or remove specdec_server_hang_timeout.' % hang)
+    return problems
+
+
+def _cross_allow_list(effective):
+    """specdec_server_allowed_networks that admits every client of a family (a /0) beside narrower networks of the
+    same family: the list reads as a restriction but restricts nothing (the preflight counts a /0 as open)."""
+    networks = effective.get('specdec_server_allowed_networks')
+    if not isinstance(networks, list):
+        return []
+    problems = []
+    for everyone in _firewall.admits_everyone(networks):
+        version = ipaddress.ip_network(everyone, strict=False).version
+        narrower = [str(n) for n in networks if str(n).strip() != everyone and _ip_version(n) == version]
+        if narrower:
+            problems.append('specdec_server_allowed_networks: %s admits every IPv%d client, so %s restrict%s nothing; '
+                            'list only the client networks, or only %s to admit every client on purpose.'
+                            % (everyone, version, ', '.join(narrower), 's' if len(narrower) == 1 else '', everyone))
+    return problems
+
+
+def _ip_version(value):
+    try:
+        return ipaddress.ip_network(str(value).strip(), strict=False).version
+    except (ValueError, TypeError):
+        return None
+
+
+def _cross_host_ports(effective, context):
+    """The ports the collection listens on with the host's network (the server's; the containers' sshd) must not be
+    the node's own sshd (context['ansible_port'], else 22): the runbook moves the container's sshd to 2233 for it."""
+    try:
+        ssh = int(context.get('ansible_port') or 22)
+    except (TypeError, ValueError):
+        return []
+    owner = ' of %s' % context['host'] if context.get('host') else ''
+    problems = []
+    for name, example in (('specdec_server_port', 8355), ('specdec_container_ssh_port', 2233)):
+        value = effective.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value == ssh:
+            problems.append('%s: %d is the SSH port%s (its sshd carries the Ansible connection, ansible_port); the '
+                            'containers share the host network, so it is taken; choose another port, e.g. %d.'
+                            % (name, value, owner, example if example != value else example + 1))
     return problems
 
 
@@ -1397,7 +1458,7 @@ def validate_settings(settings: dict, specs: dict, *, results=RESULTS, context=N
             effective[name] = spec.get('default')
     # A setting with its own problem takes no part in the rules between settings.
     effective = {k: v for k, v in effective.items() if v is not _BAD}
-    problems.extend(_cross(effective, context))
+    problems.extend(_cross(effective, dict(context or {}, given=frozenset(given))))
     valid = {k: v for k, v in given.items() if v is not _BAD}
     return valid, sorted(set(_one_line(p) for p in problems))
 

@@ -323,3 +323,28 @@ def estimate_seconds(schedule, runs_per_visit, restart_seconds, run_seconds, cur
     runs = len(schedule) * int(runs_per_visit)
     return {"restarts": restarts, "runs": runs,
             "seconds": restarts * float(restart_seconds) + runs * float(run_seconds)}
+
+
+# Seconds one server restart takes when none was measured on the node and no setting gives it: the documented
+# default of each engine (docs/benchmark.md, "Time estimate", names the sources). TensorRT-LLM: about 15 minutes
+# for Qwen3-235B-A22B on two Sparks (reported for vLLM on the same pair; no TensorRT-LLM figure is published), an
+# estimate until a restart is measured on the node. llama.cpp: 60 s, an estimate for a GGUF of a few GB.
+DEFAULT_RESTART_SECONDS = {"trtllm": 900.0, "llamacpp": 60.0}
+
+
+def restart_seconds(setting=None, engine=None, state=None, target_model=None):
+    """Seconds a server restart takes, for the estimate, and where the figure comes from.
+
+    The setting (``specdec_benchmark_restart_seconds``) when given; else the start-to-health seconds measured on
+    the node for this engine and target model (``running.ready_seconds`` of the deployment's state file, written by
+    the server role when it (re)starts a server); else the engine's documented default (an unknown engine: the
+    larger default). Returns ``(seconds, source)``, source ``setting``, ``measured`` or ``default``.
+    """
+    if setting not in (None, ""):
+        return float(setting), "setting"
+    running = (state or {}).get("running") or {}
+    measured = running.get("ready_seconds")
+    same = (state or {}).get("engine") == engine and (target_model is None or running.get("target_model") == target_model)
+    if same and isinstance(measured, (int, float)) and not isinstance(measured, bool) and measured > 0:
+        return float(measured), "measured"
+    return DEFAULT_RESTART_SECONDS.get(engine, max(DEFAULT_RESTART_SECONDS.values())), "default"

@@ -204,10 +204,17 @@ looks:
   description: How many times the health wait looked.
   returned: after a start
   type: int
+ready_seconds:
+  description: Seconds from C(server.sh start) to the first C(/health) 200 (the role records them in the state file as
+    C(running.ready_seconds); the benchmark's time estimate reads them).
+  returned: after a start that became healthy
+  type: float
+  version_added: 0.3.0
 """
 
 import json
 import os
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.sparkops.specdec.plugins.module_utils import _server
@@ -327,6 +334,7 @@ class Lifecycle(object):
                 self.result["changed"] = True
                 if rc != 0:
                     self.fail("server.sh stop failed in %s (rc %d): %s" % (p["container"], rc, " ".join((err or out).split())))
+            begun = time.monotonic()
             rc, out, err = self.server.call("start", env)
             self.result["changed"] = True
             self.result["started"] = rc == 0
@@ -339,6 +347,8 @@ class Lifecycle(object):
             outcome, detail, looks = _server.wait_healthy(self.server, p["local_url"], p["health_timeout"],
                                                           p["health_interval"], **kwargs)
             self.result.update(health=outcome, looks=looks, running=outcome in ("healthy", "timeout"))
+            if outcome == "healthy":
+                self.result["ready_seconds"] = round(time.monotonic() - begun, 1)
             if outcome != "healthy":
                 self.fail(_server.wait_message(outcome, detail, p["health_timeout"], p["container"]), detail=detail)
         if key_gone:

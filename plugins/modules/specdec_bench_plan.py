@@ -73,8 +73,45 @@ options:
     type: int
     default: 0
   restart_seconds:
-    description: Seconds a server restart takes, for the estimate.
+    description: Seconds a server restart takes, for the estimate (C(specdec_benchmark_restart_seconds)). Null or
+      empty - the start-to-health seconds measured on the node (O(state)'s C(running.ready_seconds), same O(engine) and
+      O(target_model)), else the engine's documented default (C(trtllm) 900, C(llamacpp) 60; docs/benchmark.md names
+      the sources).
     type: float
+  engine:
+    description: The deployment's engine (C(trtllm) or C(llamacpp)), for the restart time.
+    type: str
+    version_added: 0.3.0
+  target_model:
+    description: The deployment's target model; a restart time measured for another one is not used.
+    type: str
+    version_added: 0.3.0
+  state:
+    description: The deployment's state file as read on the head (the C(specdec_server) role's
+      C(specdec_server_launch.state_before)), for the restart time measured on the node.
+    type: dict
+    version_added: 0.3.0
+  allow_restart:
+    description: The consent (C(specdec_benchmark_allow_restart)). False - fail, in check mode too, when the round
+      restarts the server; omitted - not checked.
+    type: bool
+    version_added: 0.3.0
+  host:
+    description: The head's name, for the consent's message.
+    type: str
+    version_added: 0.3.0
+  pinned:
+    description: C(specdec_server_method) and C(specdec_server_max_draft_len) as the task sees them with both set to
+      C(sparkops-benchmark-point) as task vars; any other value comes from an extra var or a fact, which would pin
+      every point of the sweep, and fails.
+    type: dict
+    version_added: 0.3.0
+  prompts:
+    description: The text of each prompt set's file ({name - text}; null or empty when there is no file). Each of
+      O(prompt_sets) must be JSON with a non-empty list C(prompts); the parsed lists come back in RV(prompts).
+      Omitted - not checked.
+    type: dict
+    version_added: 0.3.0
   probe:
     description: A M(sparkops.specdec.specdec_loadgen) result at concurrency 1 whose speed (tokens/s) sizes the runs in
       the estimate.
@@ -94,7 +131,10 @@ notes:
   - "Errors, each naming the C(specdec_benchmark_*) setting: unknown mode; no point, a point twice or a draft length
     outside 1-32; concurrency levels that are not integers 1-1024; no prompt set; repeats, requests or tokens below 1;
     an objective concurrency not in the list; no objective prompt set with several prompt sets; a TTFT or ITL bound
-    that is not seconds > 0; mode tune without V(none)."
+    that is not seconds > 0; mode tune without V(none); a restart time that is not seconds > 0; a prompt set without
+    a file or whose file is not a prompt set (O(prompts)); a method or draft length pinned by an extra var
+    (O(pinned)); no consent (O(allow_restart)). The same in check mode: a check passes only what the real run
+    accepts."
 attributes:
   check_mode:
     support: full
@@ -121,7 +161,10 @@ EXAMPLES = r"""
     prompt_sets: [short, long]
     num_requests: 8
     max_tokens: 128
-    restart_seconds: 60
+    engine: trtllm
+    restart_seconds: null  # measured on the node (state), else the engine's default
+    state: "{{ specdec_server_launch.state_before }}"
+    allow_restart: true
   register: bench_round
 """
 
@@ -141,10 +184,16 @@ done:
   returned: success
   type: bool
 estimate:
-  description: C(restarts), C(runs), C(seconds) (the round's estimated duration), C(restart_seconds), C(run_seconds),
+  description: C(restarts), C(runs), C(seconds) (the round's estimated duration), C(restart_seconds),
+    C(restart_source) (C(setting), C(measured) on the node, or the engine's C(default)), C(run_seconds),
     C(probe_tokens_per_second) (tokens/s).
   returned: success
   type: dict
+prompts:
+  description: The prompts of each prompt set ({name - [prompt, ...]}), read from O(prompts); {} without O(prompts).
+  returned: success
+  type: dict
+  version_added: 0.3.0
 msg:
   description: The schedule and the estimate in one line, for the operator.
   returned: always

@@ -78,3 +78,60 @@ def test_progress_line_and_its_refusals():
     zero = dict(run_ok, metrics_after=text % (0, 0, 0))
     with pytest.raises(Exception, match="draft length 4"):
         bench.bench_run_line(zero, 4, 1, "short", "llamacpp")
+
+
+# --- issue 25 item 6: check mode tells the truth (same refusals as the real run, a restart time per engine) ----
+
+SHORT = '{"prompts": ["Write a haiku about caches."]}'
+
+
+def test_the_estimate_uses_the_engines_restart_time_not_zero():
+    # As check.yml calls it in check mode: no probe, no setting, a TensorRT-LLM deployment (main: 18 x 0 s, "~ 0 min").
+    got = run(engine="trtllm", restart_seconds=None, repeats=3, points=["none", 1, 2, 3, 4, 8])
+    assert not got.get("failed"), got.get("msg")
+    est = got["estimate"]
+    assert est["restart_seconds"] == 900.0 and est["restart_source"] == "default"
+    assert est["restarts"] == 18 and est["seconds"] == pytest.approx(18 * 900.0)
+    llama = run(engine="llamacpp", restart_seconds=None)["estimate"]
+    assert (llama["restart_seconds"], llama["restart_source"]) == (60.0, "default")
+
+
+def test_the_estimate_prefers_the_restart_time_measured_on_the_node():
+    state = {"engine": "trtllm", "running": {"target_model": "nvidia/Qwen3-235B-A22B-FP4", "ready_seconds": 1312.5}}
+    got = run(engine="trtllm", state=state, target_model="nvidia/Qwen3-235B-A22B-FP4", current_point="none")
+    est = got["estimate"]
+    assert (est["restart_seconds"], est["restart_source"]) == (1312.5, "measured")
+    assert est["seconds"] == pytest.approx(est["restarts"] * 1312.5)
+    # Measured for another target model: not this one's figure.
+    other = run(engine="trtllm", state=state, target_model="Qwen/Qwen3-8B")["estimate"]
+    assert (other["restart_seconds"], other["restart_source"]) == (900.0, "default")
+    # The setting wins over both.
+    mine = run(engine="trtllm", state=state, target_model="nvidia/Qwen3-235B-A22B-FP4", restart_seconds="420")
+    assert (mine["estimate"]["restart_seconds"], mine["estimate"]["restart_source"]) == (420.0, "setting")
+
+
+@pytest.mark.parametrize("over, setting", [
+    ({"allow_restart": False}, "specdec_benchmark_allow_restart"),
+    ({"allow_restart": "false"}, "specdec_benchmark_allow_restart"),
+    ({"pinned": {"specdec_server_method": "sparkops-benchmark-point", "specdec_server_max_draft_len": 3}},
+     "specdec_server_max_draft_len: set as an extra var"),
+    ({"pinned": {"specdec_server_method": "none", "specdec_server_max_draft_len": "sparkops-benchmark-point"}},
+     "specdec_server_method: set as an extra var"),
+    ({"prompts": {"short": SHORT}}, "'long' has no file long.json"),
+    ({"prompts": {"short": SHORT, "long": "{not json"}}, "long.json is not a prompt set"),
+    ({"prompts": {"short": SHORT, "long": '{"prompts": []}'}}, "long.json is not a prompt set"),
+    ({"restart_seconds": 0}, "specdec_benchmark_restart_seconds"),
+    ({"restart_seconds": "nan"}, "specdec_benchmark_restart_seconds"),
+])
+def test_the_real_runs_refusals_are_made_by_the_plan_in_check_mode_too(over, setting):
+    task_check = run(**over)
+    assert task_check["failed"] and setting in task_check["msg"], task_check.get("msg")
+    assert "othing was changed" in task_check["msg"]
+
+
+def test_the_prompt_sets_read_by_the_check_are_returned_for_the_runs():
+    got = run(prompts={"short": SHORT, "long": '{"prompts": ["a", "b"]}'}, allow_restart=True,
+              pinned={"specdec_server_method": "sparkops-benchmark-point",
+                      "specdec_server_max_draft_len": "sparkops-benchmark-point"})
+    assert not got.get("failed"), got.get("msg")
+    assert got["prompts"] == {"short": ["Write a haiku about caches."], "long": ["a", "b"]}

@@ -263,3 +263,40 @@ def test_a_single_spark_id_that_is_no_plain_string_is_named_with_its_type(tmp_pa
     source = write(tmp_path, text)
     assert problems(plan(source, topology="single_spark", pattern="spark-5")) == [
         "specdec_deployment_id on spark-5: " + problem]
+
+
+# Issue 25 item 2: a member of a pair named by specdec_deployment_id is not served as a single Spark under the pair's id.
+@pytest.mark.parametrize("host,dep_id,other", [("spark-1", "pair-a", "spark-2"), ("spark-4", "pair-b", "spark-3")])
+def test_single_spark_refuses_a_member_of_a_named_pair(host, dep_id, other):
+    assert problems(plan(FLEET, topology="single_spark", pattern=host)) == [
+        "inventory: single_spark.yml serves %s as one Spark, but specdec_deployment_id makes it a member of the pair %s "
+        "(with %s), which would be planned as a single Spark under the pair's id; deploy the pair with "
+        "playbooks/two_sparks.yml (--limit both) or fleet.yml, or give %s its own specdec_deployment_id to serve it "
+        "alone." % (host, dep_id, other, host)]
+
+
+def test_single_spark_serves_a_host_of_a_pair_given_its_own_id(tmp_path):
+    text = FLEET.read_text().replace("              ansible_host: SET-management-address-of-spark-2",
+                                     "              ansible_host: SET-management-address-of-spark-2\n"
+                                     "              specdec_deployment_id: spark-2-alone\n"
+                                     "              specdec_head_host: spark-2")
+    got = plan(write(tmp_path, text), topology="single_spark", pattern="spark-2")
+    assert not got.get("failed"), got.get("msg")
+    assert (got["deployment"]["id"], got["deployment"]["members"]) == ("spark-2-alone", ["spark-2"])
+
+
+def test_single_spark_on_the_head_of_todays_unnamed_layout_is_unchanged():
+    got = plan(TWO_NODES, topology="single_spark", pattern="spark_head")
+    assert not got.get("failed"), got.get("msg")
+    assert got["deployment"]["members"] == [got["deployment"]["head"]]
+
+
+def test_the_nodes_ssh_port_reaches_the_port_rule(tmp_path):
+    # A node whose own sshd listens on 2233 (ansible_port): the containers' sshd default would take it.
+    text = FLEET.read_text().replace("              ansible_host: SET-management-address-of-spark-2",
+                                     "              ansible_host: SET-management-address-of-spark-2\n"
+                                     "              ansible_port: 2233")
+    assert problems(plan(write(tmp_path, text), "pair_a")) == [
+        "specdec_container_ssh_port: 2233 is the SSH port of spark-2 (its sshd carries the Ansible connection, "
+        "ansible_port); the containers share the host network, so it is taken; choose another port, e.g. 2234. "
+        "(on spark-2)"]

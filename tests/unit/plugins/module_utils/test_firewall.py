@@ -246,3 +246,16 @@ def test_plan_and_preflight_know_the_allowed_networks():
         "the endpoint listens on 0.0.0.0:8355 with no API key; the host firewall (ufw, specdec_server_allowed_networks) "
         "admits only 10.20.0.0/16, 192.168.250.128/32 to port 8355")
     assert tp.build()["plan"]["allowed_networks"] == []
+
+
+@pytest.mark.parametrize("networks", [["0.0.0.0/0"], ["::/0", "0.0.0.0/0"]])
+def test_preflight_counts_an_allow_list_that_admits_everyone_as_open(networks):
+    # Issue 25 item 2: before, "admits only 0.0.0.0/0 to port 8355" passed as a restriction.
+    from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils import test_access as ta
+    from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils import test_plan as tp
+
+    out = tp.build({"specdec_server_allowed_networks": networks})
+    rows = ta._exposure_rows({"deployment": {"image": "x", "topology": "two_sparks", "head": "spark-1"},
+                              "plan": out["plan"]})
+    assert rows["spark-1"]["status"] == "warn"
+    assert "with no API key: anyone on any network" in rows["spark-1"]["message"]

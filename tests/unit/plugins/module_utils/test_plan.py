@@ -552,3 +552,78 @@ def test_plan_says_whether_the_tool_call_smoke_test_runs(settings, members, run)
     plan = ok(settings, members=members)
     assert plan["tool_smoke"]["run"] is run
     assert plan["tool_smoke"]["why"]
+
+
+# Issue 25 item 2: explicit per-node values checked across nodes and links.
+@pytest.mark.parametrize("a, b, parted", [
+    # b's second link in another subnet than a's
+    (["192.168.100.10/24", "192.168.101.10/24"], ["192.168.100.11/24", "192.168.102.11/24"], [2]),
+    # the same subnet but another prefix length on one end of link 1
+    (["10.9.0.1/30", "10.9.1.1/30"], ["10.9.0.2/24", "10.9.1.2/30"], [1]),
+    # the links swapped on b
+    (["192.168.100.10/24", "192.168.101.10/24"], ["192.168.101.11/24", "192.168.100.11/24"], [1, 2]),
+    # b explicit, a on the default scheme (192.168.100.10/24, 192.168.101.10/24)
+    (None, ["192.168.100.11/24", "10.1.1.2/24"], [2]),
+])
+def test_each_link_has_both_ends_in_one_subnet(a, b, parted):
+    settings = {"a": {"netplan_qsfp_addresses": a} if a else {}, "b": {"netplan_qsfp_addresses": b}}
+    lines = _plan.check_fabric(["a", "b"], settings.get, {})
+    links = [line for line in lines if "not one subnet" in line]
+    assert [int(line.split("link ")[1][0]) for line in links] == parted, lines
+    assert all(line.startswith("netplan_qsfp_addresses: link ") and "\n" not in line for line in links)
+
+
+@pytest.mark.parametrize("a, b", [
+    (["10.9.0.1/30", "10.9.1.1/30"], ["10.9.0.2/30", "10.9.1.2/30"]),
+    (["192.168.100.10/24", "192.168.101.10/24"], None),
+])
+def test_links_in_one_subnet_pass(a, b):
+    settings = {"a": {"netplan_qsfp_addresses": a} if a else {}, "b": {"netplan_qsfp_addresses": b} if b else {}}
+    assert [line for line in _plan.check_fabric(["a", "b"], settings.get, {}) if "subnet" in line] == []
+
+
+# Issue 25 item 2: a setting the chosen method ignores.
+@pytest.mark.parametrize("make, settings, method_fix", [
+    (build, {"specdec_server_method": "none", "specdec_server_max_draft_len": 4}, "eagle3 or draft_target"),
+    (llama, {"specdec_server_method": "none", "specdec_server_max_draft_len": "3"}, "draft_target"),
+])
+def test_a_draft_length_with_method_none_is_refused(make, settings, method_fix):
+    out = make(settings)
+    assert out["errors"] == [
+        "specdec_server_max_draft_len: %s, but method none serves without speculation, so nothing uses it; remove it, "
+        "or set specdec_server_method: %s." % (settings["specdec_server_max_draft_len"], method_fix)]
+
+
+def test_method_none_without_a_draft_length_and_a_draft_length_with_a_method_pass():
+    assert ok({"specdec_server_method": "none"})["method"] == "none"
+    assert ok({"specdec_server_method": "none", "specdec_server_max_draft_len": None})["method"] == "none"
+    assert ok({"specdec_server_max_draft_len": 4})["max_draft_len"] == 4
+
+
+# Issue 25 item 2: a flag given twice, through specdec_server_extra_args and the preset (or a setting).
+@pytest.mark.parametrize("extra, members, line", [
+    (["--max_batch_size", "4"], ("spark-1",),
+     "specdec_server_extra_args: --max_batch_size is on trtllm-serve's command line already (the preset's or "
+     "specdec_server_max_batch_size); remove it from the extra args and set specdec_server_max_batch_size instead."),
+    (["--log_level", "info", "--max_num_tokens=2048"], ("spark-1", "spark-2"),
+     "specdec_server_extra_args: --max_num_tokens is on trtllm-serve's command line already (the preset's or "
+     "specdec_server_max_num_tokens); remove it from the extra args and set specdec_server_max_num_tokens instead."),
+    (["--enable_chunked_prefill"], ("spark-1", "spark-2"),
+     "specdec_server_extra_args: --enable_chunked_prefill is set by extra-llm-api-config.yml too "
+     "(enable_chunked_prefill: false, the preset's or specdec_server_llm_api_options), which wins over the flag; set it "
+     "in one place, e.g. specdec_server_llm_api_options.enable_chunked_prefill."),
+    (["--kv_cache_free_gpu_memory_fraction", "0.5"], ("spark-1", "spark-2"),
+     "specdec_server_extra_args: --kv_cache_free_gpu_memory_fraction is set by extra-llm-api-config.yml too "
+     "(kv_cache_config.free_gpu_memory_fraction: 0.9, the preset's or specdec_server_llm_api_options), which wins over "
+     "the flag; set it in one place, e.g. specdec_server_llm_api_options.kv_cache_config.free_gpu_memory_fraction."),
+])
+def test_a_flag_given_twice_through_extra_args_and_the_preset_is_refused(extra, members, line):
+    assert build({"specdec_server_extra_args": extra}, members=members)["errors"] == [line]
+
+
+@pytest.mark.parametrize("extra, members", [
+    (["--max_batch_size", "4"], ("spark-1", "spark-2")),   # the pair's preset leaves it unset
+    (["--log_level", "info"], ("spark-1",)),
+])
+def test_a_flag_the_preset_does_not_give_passes(extra, members):
+    assert build({"specdec_server_extra_args": extra}, members=members)["errors"] == []

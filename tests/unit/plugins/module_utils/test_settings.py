@@ -964,3 +964,78 @@ def test_playbook_values_given_directly_are_coerced_and_checked_as_in_an_invento
     good, lines = _settings.check_playbook_values(bad)
     assert good == {} and lines == check(bad) and len(lines) == 3
     assert_well_formed(lines)
+
+
+# Issue 25 item 2: ports that collide with a host service (the node's sshd, the Ansible connection).
+@pytest.mark.parametrize('settings,context,lines', [
+    ({'specdec_container_ssh_port': 22}, {'host': 'spark-1'},
+     ['specdec_container_ssh_port: 22 is the SSH port of spark-1 (its sshd carries the Ansible connection, ansible_port);'
+      ' the containers share the host network, so it is taken; choose another port, e.g. 2233.']),
+    ({'specdec_server_port': 2222}, {'host': 'spark-2', 'ansible_port': 2222},
+     ['specdec_server_port: 2222 is the SSH port of spark-2 (its sshd carries the Ansible connection, ansible_port); '
+      'the containers share the host network, so it is taken; choose another port, e.g. 8355.']),
+    ({'specdec_server_port': '22', 'specdec_container_ssh_port': 22}, {},
+     ['specdec_server_port: 22 is the SSH port (its sshd carries the Ansible connection, ansible_port); the containers '
+      'share the host network, so it is taken; choose another port, e.g. 8355.',
+      'specdec_container_ssh_port: 22 is the SSH port (its sshd carries the Ansible connection, ansible_port); the '
+      'containers share the host network, so it is taken; choose another port, e.g. 2233.']),
+])
+def test_a_port_that_is_the_nodes_sshd_is_refused(settings, context, lines):
+    assert sorted(check(settings, context=context)) == sorted(lines)
+
+
+@pytest.mark.parametrize('settings,context', [
+    ({'specdec_container_ssh_port': 22}, {'ansible_port': 2200}),   # sshd moved: 22 is free
+    ({'specdec_server_port': 8355, 'specdec_container_ssh_port': 2233}, {'ansible_port': '22'}),
+])
+def test_ports_off_the_nodes_sshd_pass(settings, context):
+    assert check(settings, context=context) == []
+
+
+# Issue 25 item 2: an allow-list that admits every client is not counted as a restriction.
+@pytest.mark.parametrize('networks,line', [
+    (['10.20.0.0/16', '0.0.0.0/0'], 'specdec_server_allowed_networks: 0.0.0.0/0 admits every IPv4 client, so '
+     '10.20.0.0/16 restricts nothing; list only the client networks, or only 0.0.0.0/0 to admit every client on '
+     'purpose.'),
+    (['::/0', '2001:db8::/64', '192.168.1.7/32', 'fd00::/8'], 'specdec_server_allowed_networks: ::/0 admits every IPv6 '
+     'client, so 2001:db8::/64, fd00::/8 restrict nothing; list only the client networks, or only ::/0 to admit every '
+     'client on purpose.'),
+])
+def test_an_allow_list_with_everyone_beside_narrower_networks_is_refused(networks, line):
+    assert check({'specdec_server_allowed_networks': networks}) == [line]
+
+
+@pytest.mark.parametrize('networks', [['0.0.0.0/0'], ['0.0.0.0/0', '::/0'], ['0.0.0.0/0', '2001:db8::/64'],
+                                      ['10.0.0.0/8', '192.168.1.7/32']])
+def test_an_allow_list_of_one_kind_passes(networks):
+    assert check({'specdec_server_allowed_networks': networks}) == []
+
+
+# Issue 25 item 2: a consent with nothing to act on, a timer whose runner is off.
+@pytest.mark.parametrize('settings,line', [
+    ({'specdec_server_firewall_enable': True}, 'specdec_server_firewall_enable: true, but '
+     'specdec_server_allowed_networks is empty, so no firewall of ours is set up and ufw is not turned on; list the '
+     'client networks to admit, or remove specdec_server_firewall_enable.'),
+    ({'specdec_server_firewall_enable': 'yes', 'specdec_server_allowed_networks': []}, 'specdec_server_firewall_enable: '
+     'true, but specdec_server_allowed_networks is empty, so no firewall of ours is set up and ufw is not turned on; '
+     'list the client networks to admit, or remove specdec_server_firewall_enable.'),
+    ({'specdec_server_hang_timeout': 300, 'specdec_server_autostart': False}, 'specdec_server_hang_timeout: 300 s, but '
+     'specdec_server_autostart: false turns off the supervisor that runs the hang watchdog, so no hung server is '
+     'recycled; set specdec_server_autostart: true, or remove specdec_server_hang_timeout.'),
+    ({'specdec_server_hang_timeout': '600', 'specdec_server_autostart': 'off'}, 'specdec_server_hang_timeout: 600 s, but '
+     'specdec_server_autostart: false turns off the supervisor that runs the hang watchdog, so no hung server is '
+     'recycled; set specdec_server_autostart: true, or remove specdec_server_hang_timeout.'),
+])
+def test_a_setting_with_nothing_to_act_on_is_refused(settings, line):
+    assert check(settings) == [line]
+
+
+@pytest.mark.parametrize('settings', [
+    {'specdec_server_firewall_enable': True, 'specdec_server_allowed_networks': ['10.0.0.0/8']},
+    {'specdec_server_firewall_enable': False},
+    {'specdec_server_autostart': False},                                   # the default hang timeout is not given
+    {'specdec_server_autostart': False, 'specdec_server_hang_timeout': 0},  # the watchdog off, said twice
+    {'specdec_server_hang_timeout': 15},
+])
+def test_settings_that_act_pass(settings):
+    assert check(settings) == []

@@ -167,3 +167,13 @@ def test_search_replayed_on_its_own_runs_estimates_the_full_sweep():
     assert got["tuner_seconds"] == 360 and got["full_seconds"] == pytest.approx(360 + 3 * 120)
     assert got["cost_ratio"] == pytest.approx(0.5) and got["pick_gap"] is None and got["within_spread"] is None
     assert got["tuner_pick"] == "none" and got["best_by_median"] is None
+
+
+def test_restart_seconds_setting_then_measured_then_the_engines_default():
+    state = {"engine": "llamacpp", "running": {"target_model": "t", "ready_seconds": 42.0}}
+    assert _tune.restart_seconds(120, "llamacpp", state, "t") == (120.0, "setting")
+    assert _tune.restart_seconds(None, "llamacpp", state, "t") == (42.0, "measured")
+    assert _tune.restart_seconds(None, "trtllm", state, "t") == (900.0, "default")  # measured on another engine
+    assert _tune.restart_seconds(None, "llamacpp", {"engine": "llamacpp", "running": {"target_model": "t"}}, "t") \
+        == (60.0, "default")
+    assert _tune.restart_seconds("", None, None) == (900.0, "default")

@@ -329,3 +329,17 @@ def test_api_key_file_written_0600_and_removed_when_the_launch_reads_none(node, 
     assert "sekrit" not in json.dumps(res)
     res = run(node, health, action="none", launch=launch(members=["spark-1"]), api_key="", api_key_file="")
     assert res["changed"] and not (tmp / "api-key").exists()
+
+
+def test_a_start_reports_its_start_to_health_seconds_for_the_state_file(node, health, monkeypatch):
+    # The benchmark's time estimate reads them from the state file (running.ready_seconds; issue 25 item 6).
+    ticks = iter([1000.0, 1137.46])
+    monkeypatch.setattr(mod.time, "monotonic", lambda: next(ticks))
+    res = run(node, health, action="start", launch=launch(), hf_token="", autostart=None)
+    assert res["health"] == "healthy" and res["ready_seconds"] == 137.5
+    tmp, docker = node
+    docker.start_behaviour = ["exit"]
+    ticks = iter([0.0, 5.0])
+    with pytest.raises(Failed) as failed:
+        run(node, health, action="restart", launch=launch(port=8356), hf_token="", autostart=None)
+    assert failed.value.result["health"] == "exited" and "ready_seconds" not in failed.value.result
