@@ -107,7 +107,7 @@ options:
         spec), C(config_file) (trtllm's extra-llm-api-config.yml, empty for llamacpp), C(health_url) and
         C(hang_timeout) (the hang watchdog; C(specdec_server_hang_timeout)). C(state_file) is O(state_file);
         C(needs_hf_token) is whether the launch gets O(hf_token).
-      - Optional, the supervisor's bounded recovery (integers; left out, the supervisor's defaults apply):
+      - Optional, the supervisor's bounded recovery (integers; left out, the supervisor's defaults apply) -
         C(max_failed_starts), C(backoff_initial) and C(backoff_max) (seconds), C(health_timeout) (seconds),
         C(min_available_memory) (bytes), C(completion_probe_interval) (seconds); C(drop_caches) (bool); C(model) and
         C(api_key_file) of the hang watchdog's one-token completion (the path of the key file, never the key).
