@@ -275,7 +275,7 @@ def gave_up_problem(head, entry):
     return ("%s: the supervisor gave up at %s after %s consecutive failed starts (specdec_server_max_failed_starts %s; "
             "last: %s): it starts nothing until Ansible does; see docker logs of the engine container and the server "
             "log, then run the deploy playbook" % (head, entry.get("at"), entry.get("failed_starts"),
-                                                  entry.get("max_failed_starts"), entry.get("last_failure")))
+                                                    entry.get("max_failed_starts"), entry.get("last_failure")))
 
 
 def members_of(state):

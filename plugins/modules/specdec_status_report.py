@@ -186,7 +186,7 @@ deployments:
           by the role (the deploy playbook) clears it.
       type: dict
       contains:
-        at: {description: When it gave up (UTC, ISO 8601)., type: str}
+        at: {description: 'When it gave up (UTC, ISO 8601).', type: str}
         failed_starts: {description: Consecutive failed starts., type: int}
         max_failed_starts: {description: The cap it applied., type: int}
         last_failure: {description: How the last start failed., type: str}

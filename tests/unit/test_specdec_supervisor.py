@@ -402,8 +402,8 @@ def test_watch_never_recycles_a_server_that_never_answered():
 
 def test_watch_recycles_after_failures_lasting_the_timeout():
     decision, wd = sup.watch(sup.new_watch(), "42", True, 1000.0, 15)
-    assert decision["action"] == "running" and wd == {"pid": "42", "healthy_seen": True, "failing_since": None,
-                                                                "completion_at": None}
+    assert decision["action"] == "running"
+    assert wd == {"pid": "42", "healthy_seen": True, "failing_since": None, "completion_at": None}
     decision, wd = sup.watch(wd, "42", False, 1005.0, 15)
     assert decision["action"] == "running" and decision["until"] == 1020.0 and wd["failing_since"] == 1005.0
     decision, wd = sup.watch(wd, "42", False, 1019.9, 15)
@@ -429,8 +429,8 @@ def test_watch_a_new_server_process_starts_a_new_watch():
     decision, wd = sup.watch(wd, "42", False, 1005.0, 15)
     # Another pid (restarted by Ansible or the supervisor) loading its weights: not healthy yet, never recycled.
     decision, wd = sup.watch(wd, "43", False, 1100.0, 15)
-    assert decision["action"] == "running" and wd == {"pid": "43", "healthy_seen": False, "failing_since": None,
-                                                                "completion_at": None}
+    assert decision["action"] == "running"
+    assert wd == {"pid": "43", "healthy_seen": False, "failing_since": None, "completion_at": None}
 
 
 def test_watch_off_with_timeout_0():
@@ -554,7 +554,7 @@ def test_look_gives_up_at_the_cap_and_writes_why_into_the_state_file(node):
     _set_record(node, max_failed_starts=2, backoff_initial=1, backoff_max=1, health_url="http://127.0.0.1:1/health")
     st, now = sup.new_status(), 100.0
     starts = 0
-    for _ in range(8):
+    for dummy in range(8):
         decision, st = sup.look(str(node), st, now, POLICY, probe=lambda url, timeout: False)
         if decision["action"] == "start":
             starts += 1
@@ -649,7 +649,9 @@ def test_look_sends_a_completion_with_the_api_key_at_most_every_interval_and_not
         sent.append((url, model, key, timeout))
         return False
     health = iter([True] + [False] * 100)
-    probe = lambda url, timeout: next(health)  # noqa: E731
+
+    def probe(url, timeout):
+        return next(health)
     st = sup.new_status()
     for now in range(100, 300, 5):
         decision, st = sup.look(str(node), st, float(now), POLICY, probe=probe, complete=complete)
