@@ -272,10 +272,11 @@ def gave_up_of(state):
 
 def gave_up_problem(head, entry):
     """One line: the supervisor of head gave up, why, and what starts the server again."""
+    values = (head, entry.get("at"), entry.get("failed_starts"), entry.get("max_failed_starts"),
+              entry.get("last_failure"))
     return ("%s: the supervisor gave up at %s after %s consecutive failed starts (specdec_server_max_failed_starts %s; "
             "last: %s): it starts nothing until Ansible does; see docker logs of the engine container and the server "
-            "log, then run the deploy playbook" % (head, entry.get("at"), entry.get("failed_starts"),
-                                                    entry.get("max_failed_starts"), entry.get("last_failure")))
+            "log, then run the deploy playbook" % values)
 
 
 def members_of(state):
