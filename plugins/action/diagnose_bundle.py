@@ -110,6 +110,7 @@ class ActionModule(ActionBase):
         result.update(
             changed=False, path=path, nodes=sorted(items), collected=sorted(n for n in items if items[n] is not None),
             missing=manifest["missing"], errors=manifest["errors"], files=len(files), manifest=manifest,
+            supervisor_gave_up=manifest["supervisor_gave_up"],
             msg="Support bundle %s: %d node(s) collected of %d, %d item(s) missing, %d error(s)."
                 % (path, len([n for n in items if items[n] is not None]), len(items), len(manifest["missing"]),
                    len(manifest["errors"])))

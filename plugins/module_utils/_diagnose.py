@@ -156,6 +156,22 @@ def _entry(got, files):
     return entry
 
 
+def gave_up_lines(node, state_item):
+    """'node: <state file>: the supervisor gave up ...' for each state file of a node's ``state`` item that records the
+    supervisor's give-up (key supervisor_gave_up, written by specdec_supervisor.py after its cap of failed starts)."""
+    lines = []
+    if not isinstance(state_item, dict) or state_item.get('status') != 'ok' or state_item.get('format') != 'dir':
+        return lines
+    for name in sorted(state_item.get('content') or {}):
+        state = state_item['content'][name]
+        entry = state.get('supervisor_gave_up') if isinstance(state, dict) else None
+        if isinstance(entry, dict):
+            lines.append('%s: %s: the supervisor gave up at %s after %s consecutive failed starts (last: %s); a start '
+                         'by the deploy playbook clears it' % (node, name, entry.get('at'), entry.get('failed_starts'),
+                                                               entry.get('last_failure')))
+    return lines
+
+
 def build(nodes, controller, redactor, created):
     """The bundle: ([(path in the bundle, bytes)], manifest dict).
 
@@ -163,12 +179,13 @@ def build(nodes, controller, redactor, created):
     (unreachable, or the collection failed; its ``reason`` in ``controller['node_errors']``).
     ``controller``: {'items': {CONTROLLER_ITEMS name -> item}, 'node_errors': {node: reason}}.
     Every file's content goes through ``redactor`` (data() for JSON, text() for text) and so do the
-    reasons in the manifest. Missing items are listed in the manifest's ``missing`` ("node: item (reason)").
+    reasons in the manifest. Missing items are listed in the manifest's ``missing`` ("node: item (reason)"); state
+    files that record a give-up of the supervisor in its ``supervisor_gave_up`` (gave_up_lines).
     """
     files = []
     manifest = {'schema_version': SCHEMA_VERSION, 'created': created, 'nodes': {}, 'controller': {}, 'missing': [],
                 'errors': [], 'items': dict((k, v[1]) for k, v in list(ITEMS.items()) + list(CONTROLLER_ITEMS.items())),
-                'redacted': list(REDACTED)}
+                'redacted': list(REDACTED), 'supervisor_gave_up': []}
     node_errors = (controller or {}).get('node_errors') or {}
     for node in sorted(nodes):
         got_items = nodes[node]
@@ -190,6 +207,7 @@ def build(nodes, controller, redactor, created):
             elif got.get('status') != 'ok':
                 manifest['errors'].append('%s: %s (%s)' % (node, name, got['reason']))
         manifest['nodes'][node] = {'collected': True, 'items': entries}
+        manifest['supervisor_gave_up'].extend(redactor.text(line) for line in gave_up_lines(node, got_items.get('state')))
     for name, (filename, _what) in CONTROLLER_ITEMS.items():
         got = ((controller or {}).get('items') or {}).get(name) or item('missing', 'not collected')
         got = dict(got, reason=redactor.text(got.get('reason') or ''))

@@ -14,6 +14,8 @@ describe the same):
 - ``<state_dir>/server.pid``, ``server.log``: written by server.sh.
 - ``<state_dir>/autostart.json``: the supervisor's consent record (``autostart_record``; schema 1 in the
   trtllm_container role's files/specdec_supervisor.py). ``server.sh stop`` removes it first.
+- ``<state_dir>/deployments/<deployment>.json`` key ``supervisor_gave_up``: written by the supervisor when it gives up
+  after its cap of failed starts; the role's next start writes the state file without it.
 - ``<state_dir>/api-key``: llama-server's key file (0600) with specdec_server_api_key.
 
 Everything that runs a command takes a ``run(argv, env=None) -> (rc, stdout, stderr)`` (the module passes
@@ -171,9 +173,16 @@ def nice_json(data):
     return json.dumps(data, indent=2, sort_keys=True, separators=(",", ": ")) + "\n"
 
 
+# The supervisor's bounded recovery and completion probe (optional record fields, left out when not given: the
+# supervisor then uses its documented defaults, RECORD_DEFAULTS of specdec_supervisor.py).
+RECOVERY_INT_FIELDS = ("max_failed_starts", "backoff_initial", "backoff_max", "health_timeout",
+                       "min_available_memory", "completion_probe_interval")
+
+
 def autostart_record(fields, script_sha1, needs_hf_token):
     """The consent record (schema 1): ``fields`` has deployment, state_file, fingerprint, config_file, health_url
-    and hang_timeout (the optional watchdog fields: left out when None)."""
+    and hang_timeout (the optional watchdog fields: left out when None), and the optional bounded-recovery fields
+    RECOVERY_INT_FIELDS, drop_caches, model and api_key_file (the completion probe's; a path, never the key)."""
     rec = {
         "schema_version": RECORD_SCHEMA,
         "deployment": fields["deployment"],
@@ -187,6 +196,15 @@ def autostart_record(fields, script_sha1, needs_hf_token):
         rec["health_url"] = fields["health_url"]
     if fields.get("hang_timeout") is not None:
         rec["hang_timeout"] = int(fields["hang_timeout"])
+    for key in RECOVERY_INT_FIELDS:
+        if fields.get(key) is not None:
+            rec[key] = int(fields[key])
+    if fields.get("drop_caches") is not None:
+        flag = fields["drop_caches"]
+        rec["drop_caches"] = flag.strip().lower() in ("true", "yes", "on", "1") if isinstance(flag, str) else bool(flag)
+    for key in ("model", "api_key_file"):
+        if fields.get(key) is not None:
+            rec[key] = str(fields[key])
     return rec
 
 

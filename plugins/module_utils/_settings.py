@@ -1104,6 +1104,14 @@ BOUNDS = {
     'specdec_server_hang_timeout': _int_range(0, 86400, 'seconds of failing /health before a recycle; 0 = off, '
                                                         'the default is 600'),
     'specdec_server_health_interval': _int_range(1, note='seconds'),
+    # The supervisor's bounded recovery (roles/trtllm_container/files/specdec_supervisor.py).
+    'specdec_server_max_failed_starts': _int_range(1, 1000, 'consecutive failed starts before the supervisor gives up; '
+                                                            'the default is 5'),
+    'specdec_server_restart_backoff_initial': _int_range(0, 86400, 'seconds; the default is 5'),
+    'specdec_server_restart_backoff_max': _int_range(0, 86400, 'seconds; the default is 300'),
+    'specdec_server_min_available_memory': _int_range(0, note='bytes; 0 = no memory wait, the default is 8589934592'),
+    'specdec_server_completion_probe_interval': _int_range(60, 86400, 'seconds between completion probes; at least '
+                                                                      '60, the default is 300'),
     'specdec_server_smoke_max_tokens': _int_range(1),
     # The tool-call smoke test (module_utils/_toolcall.py): auto = gpt-oss targets only.
     'specdec_server_tool_smoke_test': _one_of('auto', 'always', 'never'),

@@ -256,7 +256,27 @@ def trim_state(state):
         "running": _trim_launch(state.get("running")),
         "previous": _trim_launch(state.get("previous")),
         "tuned": {k: tuned.get(k) for k in ("method", "max_draft_len")} if isinstance(tuned, dict) else None,
+        "supervisor_gave_up": gave_up_of(state),
     }
+
+
+def gave_up_of(state):
+    """The supervisor's give-up the state file records (key supervisor_gave_up, written by specdec_supervisor.py when
+    it stopped restarting the server after its cap of failed starts): {at, failed_starts, max_failed_starts,
+    last_failure}, or None."""
+    entry = state.get("supervisor_gave_up") if isinstance(state, dict) else None
+    if not isinstance(entry, dict):
+        return None
+    return {k: entry.get(k) for k in ("at", "failed_starts", "max_failed_starts", "last_failure")}
+
+
+def gave_up_problem(head, entry):
+    """One line: the supervisor of head gave up, why, and what starts the server again."""
+    values = (head, entry.get("at"), entry.get("failed_starts"), entry.get("max_failed_starts"),
+              entry.get("last_failure"))
+    return ("%s: the supervisor gave up at %s after %s consecutive failed starts (specdec_server_max_failed_starts %s; "
+            "last: %s): it starts nothing until Ansible does; see docker logs of the engine container and the server "
+            "log, then run the deploy playbook" % values)
 
 
 def members_of(state):
@@ -540,6 +560,9 @@ def _deployment_row(dep_id, newest, holders, views, assigned=None):
     if not running:
         problems.append("the state file records no running server")
         answering = False
+    gave_up = gave_up_of(state)
+    if gave_up:
+        problems.append(gave_up_problem(head, gave_up))
     acc = acceptance(running.get("method"), dict(probe, engine=engine) if probe else None) if answering else None
     if acc is None:
         missing["acceptance"] = "the server does not serve"
@@ -598,6 +621,8 @@ def _deployment_row(dep_id, newest, holders, views, assigned=None):
         },
         "state_updated_at": state.get("updated_at"),
         "state_file": newest.get("path"),
+        # The supervisor stopped restarting the server (its cap of failed starts): why, until Ansible starts it.
+        "supervisor_gave_up": gave_up if status != "torn_down" else None,
         "health": health,
         "model": {"expected": running.get("target_model"), "served": served},
         "acceptance": acc,
@@ -727,7 +752,9 @@ def table(rows):
     return lines + ["PENDING " + pending_problem(host, node["pending_change"])
                     for row in rows for host, node in row["nodes"].items() if node.get("pending_change")] + [
         "INVENTORY " + row["problems"][-1] for row in rows
-        if row.get("in_inventory") is False and row["status"] != "torn_down" and row["problems"]]
+        if row.get("in_inventory") is False and row["status"] != "torn_down" and row["problems"]] + [
+        "SUPERVISOR " + gave_up_problem(row.get("head"), row["supervisor_gave_up"]) for row in rows
+        if row.get("supervisor_gave_up")]
 
 
 def summary(rows):

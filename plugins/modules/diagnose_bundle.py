@@ -97,6 +97,12 @@ missing:
   type: list
   elements: str
   sample: ["spark-1: ibdev2netdev (ibdev2netdev: command not found)"]
+supervisor_gave_up:
+  description: "State files that record a give-up of the supervisor (it stopped restarting the server after
+    C(specdec_server_max_failed_starts) failed starts), as C(node: file: when, how many, the last failure)."
+  returned: success
+  type: list
+  elements: str
 errors:
   description: "Items that failed and nodes that returned nothing, as C(node: item (reason))."
   returned: success

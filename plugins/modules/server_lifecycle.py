@@ -24,7 +24,11 @@ description:
     C(server.pid) and C(server.log), written by C(server.sh);
     C(autostart.json), the consent record of the supervisor in the container (schema 1: C(deployment),
     C(state_file), C(fingerprint), C(server_sh_sha1) of C(server.sh), C(config_file), C(needs_hf_token),
-    C(health_url), C(hang_timeout)), which C(server.sh stop) removes first;
+    C(health_url), C(hang_timeout), and the bounded recovery C(max_failed_starts), C(backoff_initial), C(backoff_max),
+    C(health_timeout), C(min_available_memory), C(drop_caches), C(completion_probe_interval), C(model),
+    C(api_key_file); a record without these is served with the supervisor's documented defaults), which
+    C(server.sh stop) removes first; the state file's C(supervisor_gave_up), written by the supervisor when it gives up
+    after its cap of failed starts (a start by the role writes the state file without it);
     C(api-key), llama-server's key file (mode 0600) with C(specdec_server_api_key)."
   - O(state=status) reads the state file and whether the server runs (read-only, also in check mode).
   - O(state=started) writes C(server.sh) for O(launch) and the key file, then acts on O(action). C(none) checks that
@@ -103,6 +107,10 @@ options:
         spec), C(config_file) (trtllm's extra-llm-api-config.yml, empty for llamacpp), C(health_url) and
         C(hang_timeout) (the hang watchdog; C(specdec_server_hang_timeout)). C(state_file) is O(state_file);
         C(needs_hf_token) is whether the launch gets O(hf_token).
+      - Optional, the supervisor's bounded recovery (integers; left out, the supervisor's defaults apply) -
+        C(max_failed_starts), C(backoff_initial) and C(backoff_max) (seconds), C(health_timeout) (seconds),
+        C(min_available_memory) (bytes), C(completion_probe_interval) (seconds); C(drop_caches) (bool); C(model) and
+        C(api_key_file) of the hang watchdog's one-token completion (the path of the key file, never the key).
     type: dict
   docker:
     description: The docker CLI.
@@ -152,6 +160,9 @@ EXAMPLES = r"""
       config_file: /var/lib/sparkops/specdec/extra-llm-api-config.yml
       health_url: "{{ specdec_server_launch.plan.local_url }}/health"
       hang_timeout: 600
+      max_failed_starts: 5
+      health_timeout: 3600
+      min_available_memory: 8589934592
 
 - name: Stop the server (and remove the consent record)
   sparkops.specdec.server_lifecycle:

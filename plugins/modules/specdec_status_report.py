@@ -179,11 +179,23 @@ deployments:
       description: Nodes that hold an older state file of this deployment that no longer names them.
       type: list
       elements: str
+    supervisor_gave_up:
+      description:
+        - The supervisor in the head's engine container stopped restarting the server after its cap of consecutive
+          failed starts (C(specdec_server_max_failed_starts)); C(null) otherwise. Also a line of C(problems). A start
+          by the role (the deploy playbook) clears it.
+      type: dict
+      contains:
+        at: {description: 'When it gave up (UTC, ISO 8601).', type: str}
+        failed_starts: {description: Consecutive failed starts., type: int}
+        max_failed_starts: {description: The cap it applied., type: int}
+        last_failure: {description: How the last start failed., type: str}
 table:
   description: The rows as a text table, a header line and one line per row (a node with a pending container change
     shows C(+pending) in CONTAINER; a deployment the inventory no longer assigns shows C((not in inventory)) after its
     id; a V(torn_down) one shows the method, draft length and model that served last), then one C(PENDING) line per
-    such node and one C(INVENTORY) line per deployment the inventory no longer assigns (its problem line).
+    such node, one C(INVENTORY) line per deployment the inventory no longer assigns (its problem line) and one
+    C(SUPERVISOR) line per deployment whose supervisor gave up (why, and what starts it again).
   returned: always
   type: list
   elements: str

@@ -23,6 +23,7 @@ sup = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(sup)
 
 POLICY = dict(sup.POLICY, interval=0.0, ssh_timeout=1.0)
+BIG = "MemAvailable: 99999999999 kB\n"
 
 
 def record(**over):
@@ -71,55 +72,190 @@ def test_config_file_must_hold_the_running_config():
     assert sup.record_problem(record(config_file=""), state(), "abc", None) == ""
 
 
-# ------------------------------------------------------------------------------------------- backoff
+# ------------------------------------------------------------------------------------------- bounded recovery
+CFG = sup.recovery_settings(None)
+
+
 def test_backoff_doubles_to_the_cap():
-    assert [sup.backoff_delay(n, POLICY) for n in range(0, 9)] == [0, 5, 10, 20, 40, 80, 160, 300, 300]
+    assert [sup.backoff_delay(n, CFG) for n in range(0, 9)] == [0, 5, 10, 20, 40, 80, 160, 300, 300]
+    small = dict(CFG, backoff_initial=2, backoff_max=5)
+    assert [sup.backoff_delay(n, small) for n in range(0, 5)] == [0, 2, 4, 5, 5]
+
+
+def test_recovery_settings_of_an_old_record_are_the_documented_defaults():
+    cfg = sup.recovery_settings(record(), state())
+    assert {k: cfg[k] for k in sup.RECORD_DEFAULTS} == sup.RECORD_DEFAULTS == {
+        "max_failed_starts": 5, "backoff_initial": 5, "backoff_max": 300, "health_timeout": 3600,
+        "min_available_memory": 8589934592, "drop_caches": False, "completion_probe_interval": 300}
+    # No health_url in the record: the state file's local_url, else the loopback and the launch port.
+    assert cfg["health_url"] is None
+    st = state()
+    st["running"]["local_url"] = "http://10.0.0.5:8000/"
+    assert sup.recovery_settings(record(), st)["health_url"] == "http://10.0.0.5:8000/health"
+    st = state()
+    st["running"]["launch"]["port"] = 8355
+    assert sup.recovery_settings(record(), st)["health_url"] == "http://127.0.0.1:8355/health"
+    assert sup.recovery_settings(record(health_url="http://h:1/health"), st)["health_url"] == "http://h:1/health"
+
+
+def test_recovery_settings_from_the_record_and_wrong_shapes():
+    rec = record(max_failed_starts=2, backoff_initial=1, backoff_max=4, health_timeout=30,
+                 min_available_memory=1024, drop_caches=True, completion_probe_interval=90, model="m",
+                 api_key_file="/s/api-key")
+    cfg = sup.recovery_settings(rec)
+    assert (cfg["max_failed_starts"], cfg["backoff_initial"], cfg["backoff_max"], cfg["health_timeout"],
+            cfg["min_available_memory"], cfg["drop_caches"], cfg["completion_probe_interval"], cfg["model"],
+            cfg["api_key_file"]) == (2, 1, 4, 30, 1024, True, 90, "m", "/s/api-key")
+    bad = sup.recovery_settings(record(max_failed_starts=0, backoff_initial="5", health_timeout=True,
+                                       drop_caches="yes", completion_probe_interval=10, model=3))
+    assert (bad["max_failed_starts"], bad["backoff_initial"], bad["health_timeout"], bad["drop_caches"],
+            bad["completion_probe_interval"], bad["model"]) == (5, 5, 3600, False, 300, "")
+    # The new fields do not change the consent.
+    assert sup.record_problem(rec, state(), "abc") == ""
 
 
 def test_first_look_after_boot_starts_at_once():
-    decision, st = sup.decide("", "k", False, sup.new_status(), 1000.0, POLICY)
+    decision, st = sup.decide("", "k", False, sup.new_status(), 1000.0, CFG)
     assert decision["action"] == "start" and st["key"] == "k" and st["failures"] == 0
 
 
-def test_crash_loop_backs_off_and_a_stable_run_resets():
-    st = sup.new_status()
-    now = 1000.0
-    decision, st = sup.decide("", "k", False, st, now, POLICY)
-    assert decision["action"] == "start"
+def _crash(st, now, cfg):
+    """A start at now whose server runs (never healthy) and has exited by the next look."""
     st = sup.started(st, now)
-    # It runs for 10 s, then dies: the next start waits 5 s.
-    decision, st = sup.decide("", "k", True, st, now + 1, POLICY)
-    assert decision["action"] == "running" and st["failures"] == 1
-    decision, st = sup.decide("", "k", False, st, now + 3, POLICY)
-    assert decision["action"] == "wait" and decision["until"] == now + 5
-    decision, st = sup.decide("", "k", False, st, now + 5, POLICY)
+    decision, st = sup.decide("", "k", True, st, now + 1, cfg)
+    assert decision["action"] == "running"
+    return st
+
+
+def test_failed_starts_back_off_then_the_cap_holds():
+    cfg = dict(CFG, max_failed_starts=3, backoff_initial=2, backoff_max=3)
+    now = 1000.0
+    decision, st = sup.decide("", "k", False, sup.new_status(), now, cfg)
     assert decision["action"] == "start"
-    st = sup.started(st, now + 5)
-    decision, st = sup.decide("", "k", False, st, now + 10, POLICY)
-    assert decision["action"] == "wait" and decision["until"] == now + 5 + 10
-    decision, st = sup.decide("", "k", False, st, now + 15, POLICY)
+    st = _crash(st, now, cfg)
+    decision, st = sup.decide("", "k", False, st, now + 1.5, cfg)
+    assert decision["action"] == "wait" and decision["until"] == now + 2 and st["failures"] == 1
+    assert "exited before /health answered 200" in st["last_failure"]
+    decision, st = sup.decide("", "k", False, st, now + 2, cfg)
     assert decision["action"] == "start"
-    st = sup.started(st, now + 15)
-    assert st["failures"] == 3 and st["starts"] == 3
-    # This one stays up for the stable time: the backoff is reset, a later crash restarts at once.
-    decision, st = sup.decide("", "k", True, st, now + 20, POLICY)
-    decision, st = sup.decide("", "k", True, st, now + 20 + POLICY["stable"], POLICY)
-    assert decision["action"] == "running" and st["failures"] == 0
-    decision, st = sup.decide("", "k", False, st, now + 500, POLICY)
+    st = _crash(st, now + 2, cfg)
+    decision, st = sup.decide("", "k", False, st, now + 4.9, cfg)
+    assert decision["action"] == "wait" and decision["until"] == now + 2 + 3  # 4 s capped at backoff_max 3 s
+    decision, st = sup.decide("", "k", False, st, now + 5, cfg)
+    assert decision["action"] == "start"
+    st = _crash(st, now + 5, cfg)
+    # The third consecutive failed start: it gives up, and stays given up whatever the clock says.
+    decision, st = sup.decide("", "k", False, st, now + 100, cfg)
+    assert decision["action"] == "give_up" and st["failures"] == 3 and st["starts"] == 3
+    assert st["gave_up"] == {"key": "k", "at": "1970-01-01T00:18:20Z", "failed_starts": 3, "max_failed_starts": 3,
+                             "last_failure": "exited before /health answered 200 (started at 1970-01-01T00:16:45Z)"}
+    assert "after 3 consecutive failed starts" in decision["reason"] and "Ansible" in decision["reason"]
+    for t in (200.0, 5000.0, 10 ** 6):
+        decision, st = sup.decide("", "k", False, st, now + t, cfg)
+        assert decision["action"] == "gave_up" and st["starts"] == 3
+
+
+def test_a_long_run_without_health_is_still_a_failed_start():
+    # Today's defect: 120 s of uptime reset the backoff although the server never answered (a 235B model that dies
+    # 15 minutes into loading was restarted at once, forever).
+    cfg = dict(CFG, max_failed_starts=2)
+    st = sup.started(dict(sup.new_status(), key="k"), 0.0)
+    for t in range(1, 900, 5):
+        decision, st = sup.decide("", "k", True, st, float(t), cfg)
+        assert decision["action"] == "running"
+    assert st["failures"] == 1
+    decision, st = sup.decide("", "k", False, st, 900.0, cfg)
+    assert decision["action"] == "start" and st["failures"] == 1  # its 5 s of backoff are long past
+    st = sup.started(st, 901.0)
+    decision, st = sup.decide("", "k", True, st, 1800.0, cfg)
+    decision, st = sup.decide("", "k", False, st, 1801.0, cfg)
+    assert decision["action"] == "give_up"
+
+
+def test_one_health_200_makes_the_start_a_success():
+    cfg = dict(CFG, max_failed_starts=2)
+    st = sup.started(sup.started(dict(sup.new_status(), key="k"), 0.0), 10.0)
+    assert st["failures"] == 2 and st["pending"]
+    decision, st = sup.decide("", "k", True, st, 20.0, cfg, healthy=True)
+    assert decision["action"] == "running" and st["failures"] == 0 and not st["pending"]
+    # It serves, then crashes: started again at once, the count begins again.
+    decision, st = sup.decide("", "k", False, st, 5000.0, cfg)
+    assert decision["action"] == "start"
+
+
+def test_a_start_that_never_answers_within_health_timeout_is_recycled_and_counts():
+    cfg = dict(CFG, health_timeout=60, max_failed_starts=2)
+    st = sup.started(dict(sup.new_status(), key="k"), 100.0)
+    decision, st = sup.decide("", "k", True, st, 159.0, cfg)
+    assert decision["action"] == "running"
+    decision, st = sup.decide("", "k", True, st, 160.0, cfg)
+    assert decision["action"] == "recycle" and "specdec_server_health_timeout (60 s)" in decision["reason"]
+    assert st["failures"] == 1 and not st["pending"]
+    decision, st = sup.decide("", "k", False, st, 165.0, cfg)
+    assert decision["action"] == "start"
+    st = sup.started(st, 165.0)
+    decision, st = sup.decide("", "k", True, st, 225.0, cfg)
+    assert decision["action"] == "recycle"
+    decision, st = sup.decide("", "k", False, st, 230.0, cfg)
+    assert decision["action"] == "give_up" and "within 60 s" in st["gave_up"]["last_failure"]
+
+
+def test_a_server_ansible_started_is_never_recycled_for_loading():
+    # Not started by the supervisor (no pending start): a long load is the role's health wait's business.
+    decision, st = sup.decide("", "k", True, dict(sup.new_status(), key="k"), 10 ** 6, dict(CFG, health_timeout=60))
+    assert decision["action"] == "running"
+
+
+def test_gave_up_holds_until_ansible_starts_the_server():
+    gave = {"key": "k", "at": "t", "failed_starts": 5, "max_failed_starts": 5, "last_failure": "x"}
+    # A container restart: the state file still records the give-up, nothing is started.
+    decision, st = sup.decide("", "k", False, sup.new_status(), 10.0, CFG, recorded=gave)
+    assert decision["action"] == "gave_up" and st["gave_up"] == gave
+    # Another consent's give-up (another key) is not this one's.
+    assert sup.gave_up_of({sup.GAVE_UP_KEY: gave}, "k2") is None
+    assert sup.gave_up_of({sup.GAVE_UP_KEY: gave}, "k") == gave
+    # The state file lost it but nothing runs: still given up.
+    decision, st = sup.decide("", "k", False, st, 20.0, CFG)
+    assert decision["action"] == "gave_up"
+    # Ansible started the server (it runs) and rewrote the state file without the give-up: served again.
+    decision, st = sup.decide("", "k", True, st, 30.0, CFG)
+    assert decision["action"] == "running" and st["gave_up"] is None and st["failures"] == 0
+    decision, st = sup.decide("", "k", False, st, 40.0, CFG)
     assert decision["action"] == "start"
 
 
 def test_no_consent_is_idle_and_forgets_the_backoff():
     st = sup.started(sup.started(dict(sup.new_status(), key="k"), 1.0), 2.0)
-    decision, st = sup.decide("no autostart record", None, False, st, 3.0, POLICY)
+    decision, st = sup.decide("no autostart record", None, False, st, 3.0, CFG)
     assert decision == {"action": "idle", "reason": "no autostart record", "until": None}
     assert st == sup.new_status()
 
 
 def test_a_new_record_starts_a_new_backoff():
     st = sup.started(sup.started(dict(sup.new_status(), key="old"), 1.0), 2.0)
-    decision, st = sup.decide("", "new", False, st, 3.0, POLICY)
+    decision, st = sup.decide("", "new", False, st, 3.0, CFG)
     assert decision["action"] == "start" and st["key"] == "new" and st["failures"] == 0
+
+
+def test_memory_wait():
+    gib = 1024 ** 3
+    assert sup.memory_wait(None, 8 * gib) == ""
+    assert sup.memory_wait(9 * gib, 8 * gib) == ""
+    assert sup.memory_wait(9 * gib, 0) == ""
+    why = sup.memory_wait(3 * gib, 8 * gib)
+    assert "8.0 GiB" in why and "3.0 GiB" in why and "specdec_server_min_available_memory" in why
+    text = "MemTotal:       24684084 kB\nMemFree:  1 kB\nMemAvailable:   23587572 kB\n"
+    assert sup.meminfo_available(text) == 23587572 * 1024
+    assert sup.meminfo_available("MemTotal: 1 kB\n") is None and sup.meminfo_available(None) is None
+
+
+def test_boot_status_keeps_the_count_of_failed_starts():
+    saved = dict(sup.started(dict(sup.new_status(), key="k"), 5.0), recycles=2, decision={}, pid=7,
+                 gave_up={"key": "k"}, watch={"pid": "1"})
+    st = sup.boot_status(saved, resume=False)
+    assert st == dict(sup.new_status(), key="k", failures=1, last_start=5.0, gave_up={"key": "k"})
+    assert sup.boot_status(saved, resume=True)["recycles"] == 2 and "pid" not in sup.boot_status(saved, True)
+    assert sup.boot_status(None, False) == sup.new_status()
 
 
 # ------------------------------------------------------------------------------------------- peers
@@ -173,7 +309,8 @@ def node(tmp_path, monkeypatch):
     config.write_text("speculative_config:\n  max_draft_len: 5\n")
     state_file = tmp_path / "deployments" / "spark-1.json"
     state_file.write_text(json.dumps(state(config_sha256=sup.file_sha1(str(config), "sha256"))))
-    rec = record(state_file=str(state_file), server_sh_sha1=sha, config_file=str(config))
+    # No memory wait (the machine running the tests may have less than the default 8 GiB available).
+    rec = record(state_file=str(state_file), server_sh_sha1=sha, config_file=str(config), min_available_memory=0)
     (tmp_path / "autostart.json").write_text(json.dumps(rec))
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("OMPI_MCA_orte_default_hostfile", raising=False)
@@ -265,7 +402,8 @@ def test_watch_never_recycles_a_server_that_never_answered():
 
 def test_watch_recycles_after_failures_lasting_the_timeout():
     decision, wd = sup.watch(sup.new_watch(), "42", True, 1000.0, 15)
-    assert decision["action"] == "running" and wd == {"pid": "42", "healthy_seen": True, "failing_since": None}
+    assert decision["action"] == "running"
+    assert wd == {"pid": "42", "healthy_seen": True, "failing_since": None, "completion_at": None}
     decision, wd = sup.watch(wd, "42", False, 1005.0, 15)
     assert decision["action"] == "running" and decision["until"] == 1020.0 and wd["failing_since"] == 1005.0
     decision, wd = sup.watch(wd, "42", False, 1019.9, 15)
@@ -291,7 +429,8 @@ def test_watch_a_new_server_process_starts_a_new_watch():
     decision, wd = sup.watch(wd, "42", False, 1005.0, 15)
     # Another pid (restarted by Ansible or the supervisor) loading its weights: not healthy yet, never recycled.
     decision, wd = sup.watch(wd, "43", False, 1100.0, 15)
-    assert decision["action"] == "running" and wd == {"pid": "43", "healthy_seen": False, "failing_since": None}
+    assert decision["action"] == "running"
+    assert wd == {"pid": "43", "healthy_seen": False, "failing_since": None, "completion_at": None}
 
 
 def test_watch_off_with_timeout_0():
@@ -401,3 +540,151 @@ def test_server_sh_recycle_kills_a_stopped_server_and_keeps_the_record(tmp_path)
     subprocess.run(["bash", str(script), "start"], env=env, check=True, stdout=subprocess.PIPE)
     subprocess.run(["bash", str(script), "stop"], env=env, check=True, stdout=subprocess.PIPE)
     assert not (tmp_path / "autostart.json").exists() and not (tmp_path / "server.pid").exists()
+
+
+# ------------------------------------------------------------------------------------------- bounded recovery on a node
+def _set_record(node, **over):
+    rec = json.loads((node / "autostart.json").read_text())
+    rec.update(over)
+    (node / "autostart.json").write_text(json.dumps(rec))
+    return rec
+
+
+def test_look_gives_up_at_the_cap_and_writes_why_into_the_state_file(node):
+    _set_record(node, max_failed_starts=2, backoff_initial=1, backoff_max=1, health_url="http://127.0.0.1:1/health")
+    st, now = sup.new_status(), 100.0
+    starts = 0
+    for dummy in range(8):
+        decision, st = sup.look(str(node), st, now, POLICY, probe=lambda url, timeout: False)
+        if decision["action"] == "start":
+            starts += 1
+        if (node / "running").exists():
+            (node / "running").unlink()  # the server dies before /health answers
+        now += 5.0
+    assert starts == 2 and (node / "calls").read_text().count("start") == 2
+    assert decision["action"] == "gave_up" and st["failures"] == 2
+    state_now = json.loads((node / "deployments" / "spark-1.json").read_text())
+    assert state_now[sup.GAVE_UP_KEY]["failed_starts"] == 2 and state_now[sup.GAVE_UP_KEY]["key"] == st["key"]
+    assert state_now["running"]["fingerprint"] == "fp1"
+    # A new supervisor (container restart, no status carried) reads the give-up from the state file.
+    decision, st2 = sup.look(str(node), sup.new_status(), now + 1000, POLICY)
+    assert decision["action"] == "gave_up" and (node / "calls").read_text().count("start") == 2
+    # Ansible starts the server and writes the state file anew (without the give-up): served again.
+    del state_now[sup.GAVE_UP_KEY]
+    (node / "deployments" / "spark-1.json").write_text(json.dumps(state_now))
+    (node / "running").write_text("")
+    decision, st2 = sup.look(str(node), st2, now + 2000, POLICY, probe=lambda url, timeout: True)
+    assert decision["action"] == "running" and st2["gave_up"] is None
+    (node / "running").unlink()
+    decision, st2 = sup.look(str(node), st2, now + 2005, POLICY, probe=lambda url, timeout: True)
+    assert decision["action"] == "start"
+
+
+def test_look_waits_for_memory_and_drops_caches_once_where_proc_sys_is_read_only(node, capsys):
+    _set_record(node, min_available_memory=8 * 1024 ** 3, drop_caches=True)
+    meminfo = node / "meminfo"
+    meminfo.write_text("MemAvailable:    2097152 kB\n")
+    drops = []
+
+    def drop():
+        drops.append(1)
+        return "cannot drop the page cache (/proc/sys/vm/drop_caches: Read-only file system): going on to the wait"
+    st = sup.new_status()
+    for now in (100.0, 105.0, 110.0):
+        decision, st = sup.look(str(node), st, now, POLICY, meminfo=str(meminfo), drop=drop)
+        assert decision["action"] == "wait" and "8.0 GiB" in decision["reason"] and "2.0 GiB" in decision["reason"]
+    assert not (node / "calls").exists() and len(drops) == 1
+    logged = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [e["action"] for e in logged] == ["drop_caches"] and "Read-only" in logged[0]["reason"]
+    meminfo.write_text(BIG)
+    decision, st = sup.look(str(node), st, 115.0, POLICY, meminfo=str(meminfo), drop=drop)
+    assert decision["action"] == "start" and len(drops) == 1
+    # The next start tries again, without logging again.
+    (node / "running").unlink()
+    decision, st = sup.look(str(node), st, 200.0, POLICY, meminfo=str(meminfo), drop=drop)
+    assert decision["action"] == "start" and len(drops) == 2 and capsys.readouterr().out == ""
+
+
+def test_drop_caches_reports_why_not(tmp_path):
+    assert "cannot drop the page cache" in sup.drop_caches(str(tmp_path / "no" / "drop_caches"))
+    target = tmp_path / "drop_caches"
+    assert sup.drop_caches(str(target)) == "" and target.read_text() == "3\n"
+
+
+def test_completion_due_and_the_benchmark_pause():
+    wd = dict(sup.new_watch(), pid="42", healthy_seen=True, failing_since=100.0)
+    assert sup.completion_due(wd, 105.0, 60, benchmark=False)
+    assert not sup.completion_due(wd, 105.0, 60, benchmark=True)
+    assert not sup.completion_due(dict(wd, completion_at=100.0), 159.0, 60, benchmark=False)
+    assert sup.completion_due(dict(wd, completion_at=100.0), 160.0, 60, benchmark=False)
+    assert not sup.completion_due(dict(wd, failing_since=None), 105.0, 60, benchmark=False)
+    assert not sup.completion_due(dict(wd, healthy_seen=False), 105.0, 60, benchmark=False)
+    # The marker holds for ttl_seconds after its mtime.
+    assert sup.benchmark_running({"ttl_seconds": 600}, 1000.0, 1599.0)
+    assert not sup.benchmark_running({"ttl_seconds": 600}, 1000.0, 1600.0)
+    assert not sup.benchmark_running({"ttl_seconds": "600"}, 1000.0, 1001.0)
+    assert not sup.benchmark_running(None, 1000.0, 1001.0)
+
+
+def test_watch_a_working_completion_restarts_the_hang_clock():
+    decision, wd = sup.watch(sup.new_watch(), "42", True, 1000.0, 15)
+    decision, wd = sup.watch(wd, "42", False, 1005.0, 15, completion=True)
+    assert decision["action"] == "running" and "not hung" in decision["reason"]
+    assert wd["failing_since"] is None and wd["completion_at"] == 1005.0
+    decision, wd = sup.watch(wd, "42", False, 1010.0, 15)
+    decision, wd = sup.watch(wd, "42", False, 1025.0, 15)
+    assert decision["action"] == "recycle"
+    decision, wd = sup.watch(sup.watch(sup.new_watch(), "42", True, 1000.0, 15)[1], "42", False, 1005.0, 15,
+                             completion=False)
+    assert wd["failing_since"] == 1005.0 and wd["completion_at"] == 1005.0
+
+
+def test_look_sends_a_completion_with_the_api_key_at_most_every_interval_and_not_during_a_benchmark(node):
+    _arm_watchdog(node, hang_timeout=600)
+    (node / "api-key").write_text("sekret\n")
+    _set_record(node, model="openai/gpt-oss-120b", api_key_file=str(node / "api-key"), completion_probe_interval=60)
+    sent = []
+
+    def complete(url, model, key, timeout):
+        sent.append((url, model, key, timeout))
+        return False
+    health = iter([True] + [False] * 100)
+
+    def probe(url, timeout):
+        return next(health)
+    st = sup.new_status()
+    for now in range(100, 300, 5):
+        decision, st = sup.look(str(node), st, float(now), POLICY, probe=probe, complete=complete)
+        assert decision["action"] == "running"
+    # /health fails from 105 s (the stall is seen at the next look): completions at 110, 170, 230, 290.
+    assert len(sent) == 4 and st["watch"]["completion_at"] == 290.0
+    assert sent[0] == ("http://127.0.0.1:1/health", "openai/gpt-oss-120b", "sekret", 2 * POLICY["health_timeout"])
+    (node / sup.BENCHMARK_MARKER).write_text(json.dumps({"ttl_seconds": 3600}))
+    for now in range(300, 400, 5):
+        decision, st = sup.look(str(node), st, float(now), POLICY, probe=probe, complete=complete)
+    assert len(sent) == 4
+
+
+def test_completion_ok(closed_port):
+    seen = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append((self.path, body, self.headers.get("Authorization")))
+            self.send_response(200 if self.headers.get("Authorization") == "Bearer k" else 401)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        url = "http://127.0.0.1:%d/health" % httpd.server_address[1]
+        assert sup.completion_ok(url, "m", "k", 2.0) is True
+        assert sup.completion_ok(url, "m", "", 2.0) is False
+    finally:
+        httpd.shutdown()
+    assert seen[0] == ("/v1/completions", {"model": "m", "prompt": "ping", "max_tokens": 1}, "Bearer k")
+    assert sup.completion_ok("http://127.0.0.1:%d/health" % closed_port, "m", "", 1.0) is False

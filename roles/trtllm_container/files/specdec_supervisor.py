@@ -16,13 +16,26 @@
 #   the record's config_file                  (trtllm's extra-llm-api-config.yml) must hold the running spec's config.
 # It starts only `server.sh start`, holding the lock server.sh itself takes for start and stop, so it never races
 # Ansible's own start or stop. Two nodes: only the head has the record; it starts mpirun once every host of the OpenMPI
-# hostfile answers on the container sshd port (SSH banner). Restarts back off (5 s doubling to 300 s); a server that
-# ran 120 s resets the backoff.
+# hostfile answers on the container sshd port (SSH banner).
+# Bounded recovery: a start by the supervisor fails when the server exits, or is recycled, before /health answered 200
+# since that start (record field health_timeout, specdec_server_health_timeout: a server that never answers 200 within
+# it is recycled). Consecutive failed starts back off (backoff_initial s doubling to backoff_max s); after
+# max_failed_starts of them it gives up: no further start until Ansible starts the server, and why is written into the
+# deployment's state file (key supervisor_gave_up; `specdec_status` and the support bundle show it; a start by Ansible
+# rewrites the state file without it). One answer 200 makes the start a success (the count starts again at 0).
+# Before each start it waits until /proc/meminfo's MemAvailable reaches min_available_memory bytes; with drop_caches it
+# first writes 3 to /proc/sys/vm/drop_caches (read-only /proc/sys, as in an unprivileged container: logged once, then
+# the wait). The count and the backoff outlive a container restart (the status file below); not a new record's key.
 # Hang watchdog: when the record names health_url and hang_timeout (> 0), a server whose process runs but whose /health
 # has failed (status != 200, timeout, refused) for hang_timeout s on end, after it answered 200 at least once since it
 # was started, is recycled: `server.sh recycle` stops its process group (SIGCONT, SIGTERM, SIGKILL after a grace period)
-# and keeps the record, and the normal start path (with its backoff) starts it again. A record without these fields
-# (written by an earlier role version) is served as before, without the watchdog.
+# and keeps the record, and the normal start path (with its backoff) starts it again. While /health fails the watchdog
+# also sends a one-token completion (record fields model, api_key_file), at most every completion_probe_interval s: an
+# answer 200 means the server works (only /health stalls) and restarts the hang clock. It sends none while a benchmark
+# runs (<state_dir>/benchmark-running.json, written by the specdec_benchmark role, honoured until its mtime + its
+# ttl_seconds): those tokens would count in the server's counters the status, the benchmark and the tuner read.
+# A record without these fields (written by an earlier role version) is served with the defaults in RECORD_DEFAULTS,
+# without the hang watchdog; its /health is the state file's running local_url (else 127.0.0.1 and the launch port).
 # Its own status (JSON) is in /run/sparkops-specdec/supervisor.json in the container;
 # its decisions are logged as JSON lines on the container's output (`docker logs`).
 # The decision functions are pure and unit-tested on the controller (tests/unit/test_specdec_supervisor.py).
@@ -52,12 +65,26 @@ LOCK_HELD_ENV = "SPARKOPS_SERVER_LOCK_HELD"
 
 POLICY = {
     "interval": 5.0,         # seconds between looks
-    "backoff_initial": 5.0,  # seconds before the second start of a server that did not stay up
-    "backoff_max": 300.0,    # longest wait between starts
-    "stable": 120.0,         # seconds a server must run before its start counts as a success (backoff reset)
     "ssh_timeout": 3.0,      # seconds per sshd probe of a host
-    "health_timeout": 5.0,   # seconds per /health probe of the hang watchdog
+    "health_timeout": 5.0,   # seconds per /health probe (and per completion probe: twice this)
 }
+# What a record without the bounded-recovery fields (an earlier role version) is served with: the role's defaults
+# (roles/specdec_server/meta/argument_specs.yml, specdec_server_<name>).
+RECORD_DEFAULTS = {
+    "max_failed_starts": 5,                 # consecutive failed starts before the supervisor gives up
+    "backoff_initial": 5,                   # seconds before the start after the first failed one
+    "backoff_max": 300,                     # longest wait between two starts
+    "health_timeout": 3600,                 # seconds a start has to answer /health 200 (else recycled: a failed start)
+    "min_available_memory": 8 * 1024 ** 3,  # bytes of MemAvailable before a start
+    "drop_caches": False,                   # write 3 to /proc/sys/vm/drop_caches before the memory wait
+    "completion_probe_interval": 300,       # seconds between two completion probes of the hang watchdog (>= 60)
+}
+GAVE_UP_KEY = "supervisor_gave_up"
+BENCHMARK_MARKER = "benchmark-running.json"
+
+
+def _iso(seconds):
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 # ---------------------------------------------------------------------------------------------- pure decisions
@@ -105,28 +132,89 @@ def armed_key(record):
     return "%s/%s/%s" % (record.get("deployment"), record.get("fingerprint"), record.get("server_sh_sha1"))
 
 
-def backoff_delay(failures, policy=None):
-    """Seconds to wait before the next start after ``failures`` starts that did not stay up (0 for the first)."""
-    p = policy or POLICY
+def _count(value, default, minimum):
+    """An int >= minimum from the record, else the default (absent, bool, wrong type or out of range)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        return default
+    return value
+
+
+def recovery_settings(record, state=None):
+    """The bounded-recovery settings of a record: RECORD_DEFAULTS for fields it lacks or that have the wrong shape.
+
+    Also ``health_url`` (the record's, else the state file's running local_url + /health, else 127.0.0.1 and the
+    launch port; None when none is known), ``model`` and ``api_key_file`` of the completion probe ('' when none).
+    """
+    rec = record if isinstance(record, dict) else {}
+    d = RECORD_DEFAULTS
+    out = {
+        "max_failed_starts": _count(rec.get("max_failed_starts"), d["max_failed_starts"], 1),
+        "backoff_initial": _count(rec.get("backoff_initial"), d["backoff_initial"], 0),
+        "backoff_max": _count(rec.get("backoff_max"), d["backoff_max"], 0),
+        "health_timeout": _count(rec.get("health_timeout"), d["health_timeout"], 1),
+        "min_available_memory": _count(rec.get("min_available_memory"), d["min_available_memory"], 0),
+        "drop_caches": rec["drop_caches"] if isinstance(rec.get("drop_caches"), bool) else d["drop_caches"],
+        "completion_probe_interval": _count(rec.get("completion_probe_interval"), d["completion_probe_interval"], 60),
+        "model": rec.get("model") if isinstance(rec.get("model"), str) else "",
+        "api_key_file": rec.get("api_key_file") if isinstance(rec.get("api_key_file"), str) else "",
+    }
+    url = rec.get("health_url")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        running = (state or {}).get("running") if isinstance(state, dict) else None
+        running = running if isinstance(running, dict) else {}
+        local = running.get("local_url")
+        port = (running.get("launch") or {}).get("port") if isinstance(running.get("launch"), dict) else None
+        if isinstance(local, str) and local.startswith(("http://", "https://")):
+            url = local.rstrip("/") + "/health"
+        elif isinstance(port, int) and not isinstance(port, bool):
+            url = "http://127.0.0.1:%d/health" % port
+        else:
+            url = None
+    out["health_url"] = url
+    return out
+
+
+def backoff_delay(failures, settings=None):
+    """Seconds to wait before the next start after ``failures`` consecutive failed starts (0 for the first)."""
+    s = settings or RECORD_DEFAULTS
     if failures <= 0:
         return 0.0
-    return float(min(p["backoff_initial"] * (2 ** (failures - 1)), p["backoff_max"]))
+    return float(min(s["backoff_initial"] * (2 ** (failures - 1)), s["backoff_max"]))
 
 
 def new_status():
-    return {"key": None, "failures": 0, "last_start": None, "running_since": None, "starts": 0}
+    """key: the consent served; failures: consecutive failed starts; pending: a start by the supervisor that has not
+    answered /health 200 yet; gave_up: why it gave up (None while it serves)."""
+    return {"key": None, "failures": 0, "last_start": None, "running_since": None, "starts": 0, "pending": False,
+            "gave_up": None}
 
 
-def decide(problem, key, running, status, now, policy=None):
+def gave_up_of(state, key):
+    """The give-up the state file records for this consent (its key), or None (none, another consent's)."""
+    entry = state.get(GAVE_UP_KEY) if isinstance(state, dict) else None
+    if isinstance(entry, dict) and entry.get("key") == key:
+        return entry
+    return None
+
+
+def gave_up_reason(entry):
+    return ("gave up at %s after %s consecutive failed starts (%s): not started again until Ansible starts it "
+            "(run the deploy playbook)" % (entry.get("at"), entry.get("failed_starts"), entry.get("last_failure")))
+
+
+def decide(problem, key, running, status, now, settings=None, healthy=False, recorded=None):
     """One look. Returns (decision, status).
 
     problem: record_problem(...) ('' = consent to serve the recorded spec); key: armed_key(record) or None;
-    running: whether `server.sh status` says the server runs; status: from the previous look (new_status() first).
-    decision: {'action': 'idle'|'running'|'wait'|'start', 'reason': str, 'until': seconds since epoch or None}.
-    'start' means: check the peers (two nodes), then start. Nothing here starts or stops anything.
+    running: whether `server.sh status` says the server runs; status: from the previous look (new_status() first);
+    settings: recovery_settings(record); healthy: whether /health answered 200 now (only asked while it runs);
+    recorded: the give-up the state file records for this key (gave_up_of), or None.
+    decision: {'action': 'idle'|'running'|'recycle'|'wait'|'start'|'give_up'|'gave_up', 'reason': str,
+    'until': seconds since epoch or None}. 'start' means: wait for memory, check the peers (two nodes), then start;
+    'give_up' means: write status['gave_up'] into the state file. Nothing here starts or stops anything.
     """
-    p = policy or POLICY
-    st = dict(status or new_status())
+    s = settings or recovery_settings(None)
+    st = dict(new_status(), **(status or {}))
     if problem:
         # No consent: forget the backoff; a server that runs goes on running (whoever started it).
         st.update(new_status())
@@ -134,29 +222,94 @@ def decide(problem, key, running, status, now, policy=None):
     if st.get("key") != key:
         st.update(new_status())
         st["key"] = key
+    if recorded is None and st.get("gave_up") and running:
+        # The state file no longer records the give-up and a server runs: Ansible started it again.
+        st.update(new_status())
+        st["key"] = key
+    if recorded is not None or st.get("gave_up"):
+        st["gave_up"] = recorded or st["gave_up"]
+        st["pending"] = False
+        return {"action": "gave_up", "reason": gave_up_reason(st["gave_up"]), "until": None}, st
     if running:
         if st.get("running_since") is None:
             st["running_since"] = now
-        if st["failures"] and now - st["running_since"] >= p["stable"]:
-            st["failures"] = 0
+        if healthy:
+            # /health answered 200 since the start: the start succeeded, the count starts again.
+            st.update(failures=0, pending=False, last_failure=None)
+        elif st.get("pending") and st.get("last_start") is not None and \
+                now - st["last_start"] >= s["health_timeout"]:
+            st["pending"] = False
+            st["last_failure"] = "no /health 200 within %d s of the start at %s (specdec_server_health_timeout): " \
+                                 "recycled" % (s["health_timeout"], _iso(st["last_start"]))
+            return {"action": "recycle", "reason": "the server started at %s has not answered /health 200 within "
+                                                   "specdec_server_health_timeout (%d s): recycling it, a failed start"
+                                                   % (_iso(st["last_start"]), s["health_timeout"]), "until": None}, st
         return {"action": "running", "reason": "the recorded server runs", "until": None}, st
-    st["running_since"] = None
-    wait = backoff_delay(st["failures"], p)
+    if st.get("pending"):
+        st["last_failure"] = "exited before /health answered 200 (started at %s)" % _iso(st["last_start"])
+    st.update(running_since=None, pending=False)
+    if st["failures"] >= s["max_failed_starts"]:
+        st["gave_up"] = {"key": key, "at": _iso(now), "failed_starts": st["failures"],
+                         "max_failed_starts": s["max_failed_starts"],
+                         "last_failure": st.get("last_failure") or "the server stopped"}
+        return {"action": "give_up", "reason": gave_up_reason(st["gave_up"]), "until": None}, st
+    wait = backoff_delay(st["failures"], s)
     until = (st["last_start"] or 0) + wait
     if st["failures"] and now < until:
-        return {"action": "wait", "reason": "the server stopped %d time(s) after a start: next start at %s" % (
-            st["failures"], time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(until))), "until": until}, st
+        return {"action": "wait", "reason": "%d consecutive failed start(s) of %d allowed: next start at %s" % (
+            st["failures"], s["max_failed_starts"], _iso(until)), "until": until}, st
     return {"action": "start", "reason": "the recorded server does not run", "until": None}, st
 
 
 def started(status, now):
-    """The status once a start was made (it counts as failed until the server has run for policy['stable'] s)."""
+    """The status once a start was made: a failed start until /health answers 200 (decide resets the count then)."""
     st = dict(status)
     st["failures"] = st.get("failures", 0) + 1
     st["starts"] = st.get("starts", 0) + 1
     st["last_start"] = now
     st["running_since"] = None
+    st["pending"] = True
     return st
+
+
+def memory_wait(available, minimum):
+    """'' when a start may go on, else why it waits. available: MemAvailable bytes (None: unknown, no wait)."""
+    if available is None or not minimum or available >= minimum:
+        return ""
+    gib = 1024.0 ** 3
+    return "waiting for %.1f GiB of available memory before the start (MemAvailable %.1f GiB; " \
+           "specdec_server_min_available_memory)" % (minimum / gib, available / gib)
+
+
+def meminfo_available(text):
+    """MemAvailable of /proc/meminfo's text in bytes, or None."""
+    for line in (text or "").splitlines():
+        if line.startswith("MemAvailable:"):
+            parts = line.split()
+            try:
+                return int(parts[1]) * (1024 if len(parts) > 2 and parts[2].lower() == "kb" else 1)
+            except (IndexError, ValueError):
+                return None
+    return None
+
+
+def benchmark_running(marker, mtime, now):
+    """Whether a benchmark marker (its JSON, its mtime) holds now: mtime + ttl_seconds (a positive number) > now."""
+    if not isinstance(marker, dict) or mtime is None:
+        return False
+    ttl = marker.get("ttl_seconds")
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0:
+        return False
+    return now < mtime + ttl
+
+
+def completion_due(wd, now, interval, benchmark):
+    """Whether the hang watchdog sends a completion probe now: /health fails since wd['failing_since'] on a server
+    that answered 200, no benchmark runs, and the last probe is interval s old (or none was sent)."""
+    if benchmark or not wd or not wd.get("healthy_seen") or wd.get("failing_since") is None:
+        return False
+    last = wd.get("completion_at")
+    return last is None or now - last >= interval
 
 
 def hang_settings(record):
@@ -175,19 +328,20 @@ def hang_settings(record):
 
 
 def new_watch():
-    return {"pid": None, "healthy_seen": False, "failing_since": None}
+    return {"pid": None, "healthy_seen": False, "failing_since": None, "completion_at": None}
 
 
-def watch(wd, pid, healthy, now, hang_timeout):
+def watch(wd, pid, healthy, now, hang_timeout, completion=None):
     """The hang watchdog's look at a running server. Returns (decision, wd).
 
     wd: from the previous look (new_watch() first); pid: the server's pid now (a new pid starts a new watch);
-    healthy: whether /health answered 200 now; hang_timeout: seconds (<= 0: off).
+    healthy: whether /health answered 200 now; hang_timeout: seconds (<= 0: off); completion: None when no completion
+    probe was sent now (completion_due), else whether it answered 200.
     decision: {'action': 'running'|'recycle', 'reason': str, 'until': None}. Only a server that answered 200 since its
     start is ever recycled (a loading server is not), after failing probes lasting hang_timeout s on end; one 200
-    ends the run of failures. Nothing here stops anything.
+    (of /health or of a completion) ends the run of failures. Nothing here stops anything.
     """
-    w = dict(wd or new_watch())
+    w = dict(new_watch(), **(wd or {}))
     if w.get("pid") != pid:
         w = new_watch()
         w["pid"] = pid
@@ -200,16 +354,22 @@ def watch(wd, pid, healthy, now, hang_timeout):
     if not w.get("healthy_seen"):
         return {"action": "running", "reason": "the recorded server runs; /health has not answered 200 since its "
                                                "start (loading): no hang watchdog yet", "until": None}, w
+    if completion is not None:
+        w["completion_at"] = now
+        if completion:
+            w["failing_since"] = None
+            return {"action": "running", "reason": "the recorded server answers a completion although /health fails: "
+                                                   "working, not hung", "until": None}, w
     if w.get("failing_since") is None:
         w["failing_since"] = now
     until = w["failing_since"] + hang_timeout
-    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(w["failing_since"]))
+    since = _iso(w["failing_since"])
     if now >= until:
         reason = "the server process %s runs but /health has failed since %s (%d s, specdec_server_hang_timeout %d s): " \
                  "hung, recycling it" % (pid, since, now - w["failing_since"], hang_timeout)
         return {"action": "recycle", "reason": reason, "until": None}, w
     reason = "the recorded server runs; /health fails since %s: recycled at %s unless it answers 200 before" % (
-        since, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(until)))
+        since, _iso(until))
     return {"action": "running", "reason": reason, "until": until}, w
 
 
@@ -281,6 +441,70 @@ def health_ok(url, timeout):
         return False
 
 
+def completion_ok(url, model, api_key, timeout):
+    """Whether a one-token completion (POST <base of url>/v1/completions, max_tokens 1) answers 200 within timeout s;
+    url is the /health URL, api_key '' for none (else Authorization: Bearer)."""
+    base = url[:-len("/health")] if url.endswith("/health") else url.rstrip("/")
+    body = json.dumps({"model": model or "default", "prompt": "ping", "max_tokens": 1}).encode("utf-8")
+    request = urllib.request.Request(base + "/v1/completions", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    if api_key:
+        request.add_header("Authorization", "Bearer " + api_key)
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(request, timeout=timeout) as answer:
+            return answer.status == 200
+    except Exception:  # pylint: disable=broad-except  # any failure is a failing probe
+        return False
+
+
+def read_text(path):
+    try:
+        with open(path) as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+def benchmark_now(state_dir, now):
+    """Whether the benchmark marker of state_dir holds now (benchmark_running over the file and its mtime)."""
+    path = os.path.join(state_dir, BENCHMARK_MARKER)
+    try:
+        mtime = os.stat(path).st_mtime
+    except OSError:
+        return False
+    return benchmark_running(read_json(path), mtime, now)
+
+
+def drop_caches(path="/proc/sys/vm/drop_caches"):
+    """Write 3 to drop_caches: '' when done, else why not (read-only /proc/sys in an unprivileged container)."""
+    try:
+        os.sync()
+        with open(path, "w") as handle:
+            handle.write("3\n")
+        return ""
+    except OSError as exc:
+        return "cannot drop the page cache (%s: %s): going on to the memory wait" % (path, exc.strerror or exc)
+
+
+def write_gave_up(state_file, entry):
+    """Write the give-up into the state file (key GAVE_UP_KEY; atomic, same mode): '' when done, else why not."""
+    state = read_json(state_file)
+    if not isinstance(state, dict):
+        return "state file %s unreadable" % state_file
+    state[GAVE_UP_KEY] = entry
+    tmp = state_file + ".supervisor.tmp"
+    try:
+        mode = os.stat(state_file).st_mode & 0o7777
+        with open(tmp, "w") as handle:
+            handle.write(json.dumps(state, indent=2, sort_keys=True, separators=(",", ": ")) + "\n")
+        os.chmod(tmp, mode)
+        os.replace(tmp, state_file)
+    except OSError as exc:
+        return "cannot write %s: %s" % (state_file, exc)
+    return ""
+
+
 def server_pid(state_dir):
     try:
         with open(os.path.join(state_dir, "server.pid")) as handle:
@@ -319,34 +543,65 @@ class Lock(object):
         self.fd = None
 
 
-def look(state_dir, status, now, policy, run=subprocess.run, probe=health_ok):
-    """One look at the node, under the lock; may start or recycle the server. Returns (decision, status)."""
+def _script_call(run, script, verb, decision):
+    env = dict(os.environ)
+    env[LOCK_HELD_ENV] = "1"
+    out = run(["bash", script, verb], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+    return dict(decision, rc=out.returncode, output=(out.stdout or b"").decode("utf-8", "replace").strip()[-400:])
+
+
+def look(state_dir, status, now, policy, run=subprocess.run, probe=health_ok, complete=completion_ok,
+         meminfo="/proc/meminfo", drop=drop_caches):
+    """One look at the node, under the lock; may start, recycle or give up. Returns (decision, status)."""
     problem, record, state = consent_problem(state_dir)
     script = os.path.join(state_dir, SCRIPT_NAME)
     key = armed_key(record) if isinstance(record, dict) else None
+    cfg = recovery_settings(record, state)
     running = False
     if not problem:
         running = run(["bash", script, "status"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                       check=False).returncode == 0
-    decision, status = decide(problem, key, running, status, now, policy)
+    url, hang_timeout = hang_settings(record)
+    pending = (status or {}).get("pending") and (status or {}).get("key") == key
+    healthy = False
+    if running and cfg["health_url"] and (hang_timeout or pending):
+        healthy = probe(cfg["health_url"], policy["health_timeout"])
+    decision, status = decide(problem, key, running, status, now, cfg, healthy,
+                              gave_up_of(state, key) if not problem else None)
+    if decision["action"] == "recycle":
+        # A supervisor start that never answered /health 200 within health_timeout: a failed start.
+        status["recycles"] = status.get("recycles", 0) + 1
+        status["watch"] = new_watch()
+        return _script_call(run, script, "recycle", decision), status
     if decision["action"] == "running":
-        url, hang_timeout = hang_settings(record)
         pid = server_pid(state_dir)
-        healthy = probe(url, policy["health_timeout"]) if hang_timeout else False
-        decision, status["watch"] = watch(status.get("watch"), pid, healthy, now, hang_timeout)
+        wd = status.get("watch") or new_watch()
+        completion = None
+        if hang_timeout and not healthy and wd.get("pid") == pid and \
+                completion_due(wd, now, cfg["completion_probe_interval"], benchmark_now(state_dir, now)):
+            key_text = read_text(cfg["api_key_file"]) if cfg["api_key_file"] else ""
+            completion = complete(url, cfg["model"], (key_text or "").strip(), 2 * policy["health_timeout"])
+        decision, status["watch"] = watch(wd, pid, healthy, now, hang_timeout, completion)
         if decision["action"] == "recycle":
-            env = dict(os.environ)
-            env[LOCK_HELD_ENV] = "1"
-            out = run(["bash", script, "recycle"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                      check=False)
-            decision = dict(decision, rc=out.returncode,
-                            output=(out.stdout or b"").decode("utf-8", "replace").strip()[-400:])
             status["recycles"] = status.get("recycles", 0) + 1
             status["watch"] = new_watch()
+            return _script_call(run, script, "recycle", decision), status
         return decision, status
     status["watch"] = new_watch()
+    if decision["action"] == "give_up":
+        error = write_gave_up(record["state_file"], status["gave_up"])
+        return (dict(decision, error=error) if error else decision), status
     if decision["action"] != "start":
         return decision, status
+    if cfg["drop_caches"] and status.get("dropped_for") != status.get("starts"):
+        status["dropped_for"] = status.get("starts")
+        why = drop()
+        if why and not status.get("drop_caches_note"):
+            status["drop_caches_note"] = why
+            log({"action": "drop_caches", "reason": why})
+    waiting = memory_wait(meminfo_available(read_text(meminfo)), cfg["min_available_memory"])
+    if waiting:
+        return {"action": "wait", "reason": waiting, "until": None}, status
     hostfile = os.environ.get("OMPI_MCA_orte_default_hostfile", "")
     hosts = []
     if len(((state or {}).get("running") or {}).get("launch", {}).get("members") or []) > 1 and hostfile:
@@ -359,11 +614,25 @@ def look(state_dir, status, now, policy, run=subprocess.run, probe=health_ok):
     waiting = peers_decision({h: ssh_answers(h, port, policy["ssh_timeout"]) for h in hosts})
     if waiting:
         return {"action": "wait", "reason": waiting, "until": None}, status
-    env = dict(os.environ)
-    env[LOCK_HELD_ENV] = "1"
-    out = run(["bash", script, "start"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
-    decision = dict(decision, rc=out.returncode, output=(out.stdout or b"").decode("utf-8", "replace").strip()[-400:])
+    decision = _script_call(run, script, "start", decision)
     return decision, started(status, now)
+
+
+# What a container start keeps of the status file: the count of failed starts and the give-up of the same consent.
+CARRIED = ("key", "failures", "last_start", "last_failure", "gave_up")
+
+
+def boot_status(saved, resume):
+    """The status a supervisor starts with: a re-exec (resume) carries everything on, a container start CARRIED."""
+    if not isinstance(saved, dict):
+        return new_status()
+    if resume:
+        status = dict(new_status(), **saved)
+    else:
+        status = dict(new_status(), **{k: saved[k] for k in CARRIED if k in saved})
+    for key in ("decision", "booted_at", "pid"):
+        status.pop(key, None)
+    return status
 
 
 def run_loop(state_dir, policy, resume=False):
@@ -374,10 +643,9 @@ def run_loop(state_dir, policy, resume=False):
     except OSError as exc:
         if exc.errno != errno.EEXIST:
             raise
-    # A container start begins with a fresh backoff; a re-exec (a newer supervisor) carries it on.
-    status = (read_json(os.path.join(RUN_DIR, STATUS_NAME)) if resume else None) or new_status()
-    for key in ("decision", "booted_at", "pid"):
-        status.pop(key, None)
+    # A container start keeps the count of failed starts (a crash that takes the container down stays bounded);
+    # a re-exec (a newer supervisor) carries everything on.
+    status = boot_status(read_json(os.path.join(RUN_DIR, STATUS_NAME)), resume)
     last = None
     booted_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     log({"action": "boot", "reason": "watching %s" % os.path.join(state_dir, RECORD_NAME)})
@@ -394,7 +662,7 @@ def run_loop(state_dir, policy, resume=False):
         except Exception as exc:  # pylint: disable=broad-except  # one bad look must not end the supervision
             decision = {"action": "error", "reason": "%s: %s" % (type(exc).__name__, exc), "until": None}
         shown = (decision["action"], decision["reason"])
-        if decision["action"] in ("start", "recycle") or shown != last:
+        if decision["action"] in ("start", "recycle", "give_up") or shown != last:
             log(decision)
         last = shown
         time.sleep(policy["interval"])

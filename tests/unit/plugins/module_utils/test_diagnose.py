@@ -144,3 +144,18 @@ def test_secret_values_refuses_other_types():
 
 def test_default_path():
     assert _diagnose.default_path('/d', '20261123T180000Z') == '/d/sparkops-diagnose-20261123T180000Z.tar.gz'
+
+
+def test_the_manifest_names_a_give_up_of_the_supervisor():
+    items = node_items()
+    gave = {'key': 'k', 'at': '2026-11-27T10:00:00Z', 'failed_starts': 3, 'max_failed_starts': 3,
+            'last_failure': 'exited before /health answered 200 (token %s)' % CANARY}
+    items['state'] = _diagnose.item('ok', source='state', fmt='dir', content={
+        'spark-1.json': {'running': {}, 'supervisor_gave_up': gave}, 'other.json': {'running': {}}})
+    files, manifest = _diagnose.build({'spark-1': items}, {}, _secrets.Redactor([CANARY]), 'now')
+    assert manifest['supervisor_gave_up'] == [
+        'spark-1: spark-1.json: the supervisor gave up at 2026-11-27T10:00:00Z after 3 consecutive failed starts '
+        '(last: exited before /health answered 200 (token ********)); a start by the deploy playbook clears it']
+    assert json.loads(dict(files)['manifest.json'])['supervisor_gave_up'] == manifest['supervisor_gave_up']
+    _files, manifest = _diagnose.build({'spark-1': node_items()}, {}, _secrets.Redactor([CANARY]), 'now')
+    assert manifest['supervisor_gave_up'] == []

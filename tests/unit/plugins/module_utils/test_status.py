@@ -633,3 +633,27 @@ def test_deployment_that_serves_outside_the_inventory_keeps_its_status_with_a_pr
     rows = _status.build_rows(["spark-1"], None, {"spark-1": absent_node("spark-1", [old])}, {"spark-1": ["spark-1"]})
     assert rows[0]["status"] == "torn_down" and rows[0]["in_inventory"] is False and rows[0]["problems"] == []
     assert not [line for line in _status.table(rows) if line.startswith("INVENTORY")]
+
+
+# ---------------------------------------------------------------------------- the supervisor gave up
+GAVE_UP = {"key": "spark-1/f/s", "at": "2026-11-27T10:00:00Z", "failed_starts": 3, "max_failed_starts": 3,
+           "last_failure": "exited before /health answered 200 (started at 2026-11-27T09:59:50Z)"}
+
+
+def test_a_supervisor_give_up_is_a_problem_with_its_line_in_the_table():
+    st = dict(state(k=2), supervisor_gave_up=GAVE_UP)
+    trimmed = _status.trim_state(st)
+    assert trimmed["supervisor_gave_up"] == {k: GAVE_UP[k] for k in ("at", "failed_starts", "max_failed_starts",
+                                                                     "last_failure")}
+    facts = {"spark-1": node_fact("spark-1", [st], [probe_of(st, health=None)], process=False)}
+    rows = _status.build_rows(["spark-1"], ["spark-1"], facts)
+    row = rows[0]
+    assert row["status"] == "down" and row["supervisor_gave_up"] == trimmed["supervisor_gave_up"]
+    line = _status.gave_up_problem("spark-1", trimmed["supervisor_gave_up"])
+    assert line in row["problems"] and "after 3 consecutive failed starts" in line and "deploy playbook" in line
+    assert _status.table(rows)[-1] == "SUPERVISOR " + line
+    # Without the key (a start by the role rewrote the state file): no such problem, no line.
+    st = state(k=2)
+    rows = _status.build_rows(["spark-1"], ["spark-1"], {"spark-1": node_fact("spark-1", [st], [probe_of(st)])})
+    assert rows[0]["supervisor_gave_up"] is None and _status.trim_state(st)["supervisor_gave_up"] is None
+    assert not [x for x in _status.table(rows) if x.startswith("SUPERVISOR")]

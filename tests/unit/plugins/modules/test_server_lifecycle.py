@@ -343,3 +343,23 @@ def test_a_start_reports_its_start_to_health_seconds_for_the_state_file(node, he
     with pytest.raises(Failed) as failed:
         run(node, health, action="restart", launch=launch(port=8356), hf_token="", autostart=None)
     assert failed.value.result["health"] == "exited" and "ready_seconds" not in failed.value.result
+
+
+def test_the_record_carries_the_bounded_recovery_settings(node, health):
+    tmp, docker = node
+    fields = dict(RECORD, max_failed_starts="3", backoff_initial=2, backoff_max=60, health_timeout=1800,
+                  min_available_memory=4294967296, drop_caches="False", completion_probe_interval=120,
+                  model="openai/gpt-oss-120b", api_key_file="")
+    res = run(node, health, action="start", launch=launch(env={"HF_HUB_OFFLINE": "1"}), autostart=True,
+              autostart_record=fields)
+    assert res["autostart"] == "armed"
+    rec = json.loads((tmp / "autostart.json").read_text())
+    assert {k: rec[k] for k in ("max_failed_starts", "backoff_initial", "backoff_max", "health_timeout",
+                                "min_available_memory", "drop_caches", "completion_probe_interval", "model",
+                                "api_key_file")} == {
+        "max_failed_starts": 3, "backoff_initial": 2, "backoff_max": 60, "health_timeout": 1800,
+        "min_available_memory": 4294967296, "drop_caches": False, "completion_probe_interval": 120,
+        "model": "openai/gpt-oss-120b", "api_key_file": ""}
+    # Without them (a caller of an earlier version) the record has none: the supervisor's defaults apply.
+    assert "max_failed_starts" not in _server.autostart_record(RECORD | {"state_file": "s"}, "sha", False)
+    assert _server.autostart_record(dict(RECORD, state_file="s", drop_caches=True), "sha", False)["drop_caches"] is True
