@@ -48,7 +48,6 @@ def trtllm_sshd_build_failure(message, image, base, host):
     return _container.sshd_build_failure(message, image, base, host)
 
 
-
 # The trtllm_container role's registered pull or load of trtllm_container_image (community.docker.docker_image).
 
 

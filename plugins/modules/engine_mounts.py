@@ -51,7 +51,7 @@ options:
     default: []
   mounts:
     description: The bind mounts to look at - the items of the filter C(sparkops.specdec.trtllm_container_mounts), each
-      with C(source) (absolute path) and the other keys returned unchanged in RV(mount_stats[].item).
+      with C(source) (absolute path) and the other keys returned unchanged in the C(item) of RV(mount_stats).
     type: list
     elements: dict
     default: []
@@ -102,7 +102,7 @@ directories:
   contains:
     path: {description: The directory., type: str}
     created: {description: It (or a parent of it) did not exist., type: bool}
-    changed: {description: It was created, or its owner or mode changed., type: bool}
+    changed: {description: 'It was created, or its owner or mode changed.', type: bool}
 python_modules_missing:
   description: The O(python_modules) the node's Python cannot import.
   returned: always

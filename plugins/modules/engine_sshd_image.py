@@ -53,6 +53,7 @@ attributes:
       either mode.
   diff_mode:
     support: none
+    description: It changes nothing, so it has nothing to show.
   action:
     support: full
     description: Runs on the controller and executes the modules on the node.
