@@ -14,7 +14,7 @@ PLAYBOOK := $(BIN)/ansible-playbook
 LAB_INV := inventories/lab/hosts.yml
 MOLECULE_TEST := MOLECULE=$(BIN)/molecule bash tests/ci/molecule-test.sh
 
-.PHONY: help deps venv link host-deps lab-up lab-engine lab-down lab-fleet-up lab-fleet-down demo ee test changelog-lint lint docs docs-check sanity units molecule bench bench-converge bench-fleet bench-tune bench-sweep preflight clean
+.PHONY: help deps venv link host-deps lab-up lab-engine lab-down lab-fleet-up lab-fleet-down demo ee test changelog-lint lint docs docs-check sanity units molecule integration bench bench-converge bench-fleet bench-tune bench-sweep preflight clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -117,9 +117,10 @@ sanity: deps  ## ansible-test sanity on a copy of the collection
 units: deps  ## pytest unit tests
 	$(BIN)/python -m pytest -q tests/unit
 
-molecule: lab-engine lab-up  ## Molecule scenarios on the lab: two nodes, downloads, fault tests, one node with each method, then the real llama.cpp engine (benchmark and tuner), then stop safety (each log in .build/molecule; what failed in .build/molecule/failure.txt)
+molecule: lab-engine lab-up  ## Molecule scenarios on the lab: two nodes, the integration targets on one node, downloads, fault tests, one node with each method, then the real llama.cpp engine (benchmark and tuner), then stop safety (each log in .build/molecule; what failed in .build/molecule/failure.txt)
 	@rm -f .build/molecule/failure.txt .build/molecule/durations.txt
 	$(MOLECULE_TEST) -s two_nodes
+	$(MAKE) --no-print-directory integration
 	$(MOLECULE_TEST) -s hf_download
 	$(MOLECULE_TEST) -s netplan_faults
 	$(MOLECULE_TEST) -s preflight_faults
@@ -132,6 +133,14 @@ molecule: lab-engine lab-up  ## Molecule scenarios on the lab: two nodes, downlo
 	$(MOLECULE_TEST) -s llamacpp
 	$(MOLECULE_TEST) -s stop_safety
 	@echo "== scenarios"; cat .build/molecule/durations.txt
+
+integration: deps  ## integration targets of the node-side modules (tests/integration/targets: check, real, check, real) with ansible-playbook on ONE node of the lab, which must be up (INTEGRATION_HOST, default spark-2; INTEGRATION_TARGETS, default all); log in .build/molecule/integration.log
+	@mkdir -p .build/molecule; start=$$(date +%s); \
+	$(PLAYBOOK) -i $(LAB_INV) tests/integration/integration.yml 2>&1 | tee .build/molecule/integration.log; rc=$${PIPESTATUS[0]}; \
+	line=$$(printf '%-45s %5d s  %s' "integration targets" $$(( $$(date +%s) - start )) "$$([ $$rc = 0 ] && echo ok || echo "FAILED (rc $$rc)")"); \
+	echo "== $$line"; echo "$$line" >> .build/molecule/durations.txt; \
+	if [ $$rc != 0 ]; then { echo "== integration targets failed (rc $$rc); whole log: .build/molecule/integration.log"; \
+	  python3 tests/ci/failure_digest.py .build/molecule/integration.log; } > .build/molecule/failure.txt; fi; exit $$rc
 
 changelog-lint: deps  ## antsibull-changelog lint of changelogs/fragments
 	$(BIN)/antsibull-changelog lint

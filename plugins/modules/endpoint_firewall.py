@@ -35,8 +35,9 @@ description:
     where ufw is missing (but a marker left behind is removed)."
   - E(SSH_CONNECTION) is read from O(ssh_connection) when given, else from the module's environment or, when C(sudo)
     dropped it, from its parent processes (as root).
-  - The decisions are those of the controller-side M(sparkops.specdec.firewall_plan) (the same module_utils), so rules
-    applied by it and M(community.general.ufw) are recognised and a deployment made with them converges unchanged.
+  - The decisions are those of the deprecated controller-side M(sparkops.specdec.firewall_plan) (the same module_utils),
+    so rules applied by it and M(community.general.ufw) are recognised and a deployment made with them converges
+    unchanged.
 author:
   - sparkops maintainers (@sparkops)
 options:

@@ -30,12 +30,17 @@ description:
     the SSH port; two nodes without their fabric interfaces; an existing deny or reject rule of someone else that
     matches the Ansible connection (its client address and port) and would, ahead of ours, lock Ansible out."
   - The C(specdec_server) role no longer calls it; it uses the node-side M(sparkops.specdec.endpoint_firewall), which
-    reads ufw, plans with the same decisions and applies in one call. This action stays for playbooks that call it.
+    reads ufw, plans with the same decisions and applies in one call. This action is deprecated (removal in 0.4.0).
   - "O(state=absent) (teardown): the rules carrying a C(sparkops-specdec) comment are deleted, and ufw is disabled
     again when this collection enabled it (the probe's marker). When ufw stays active and no other rule (nor an allow
     default) admits the Ansible connection, our SSH rule stays, and RV(kept) says so."
 author:
   - sparkops maintainers (@sparkops)
+deprecated:
+  removed_in: 0.4.0
+  why: The C(specdec_server) role no longer calls it; the node-side M(sparkops.specdec.endpoint_firewall) reads ufw,
+    plans with the same decisions and applies in one call.
+  alternative: Use M(sparkops.specdec.endpoint_firewall).
 options:
   state:
     description: V(present) plans the rules of a deployment, V(absent) their removal.
