@@ -20,7 +20,8 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
 from ansible_collections.sparkops.specdec.plugins.module_utils import _preflight, _teardown
 
-_ARGS = frozenset(("probes", "confirm", "remove_models", "remove_netplan", "remove_state", "container", "netplan_file"))
+_ARGS = frozenset(("probes", "confirm", "remove_models", "remove_netplan", "remove_state", "remove_mesh", "mesh",
+                   "container", "netplan_file"))
 
 
 def _host_setting(hostvars, host, name):
@@ -43,13 +44,18 @@ class ActionModule(ActionBase):
         args = _action.task_args(self, _ARGS)
         if not args.get("container"):
             raise AnsibleError("teardown_plan: container (the engine container's name) is required")
-        try:
-            remove_models = boolean(args.get("remove_models", False), strict=True)
-            remove_netplan = boolean(args.get("remove_netplan", False), strict=True)
-            remove_state = boolean(args.get("remove_state", False), strict=True)
-        except TypeError as exc:
-            raise AnsibleError("teardown_plan: remove_models, remove_netplan and remove_state must be true or false (%s)"
-                               % exc)
+        flags = {}
+        for name in ("remove_models", "remove_netplan", "remove_state", "remove_mesh"):
+            try:
+                flags[name] = boolean(args.get(name, False), strict=True)
+            except TypeError as exc:
+                raise AnsibleError("teardown_plan: %s must be true or false (%s)" % (name, exc))
+        remove_models, remove_netplan = flags["remove_models"], flags["remove_netplan"]
+        remove_state, remove_mesh = flags["remove_state"], flags["remove_mesh"]
+        mesh = args.get("mesh") or {}
+        if not isinstance(mesh, dict):
+            raise AnsibleError("teardown_plan: mesh must map each inventory name to its registered ssh_mesh_keys read "
+                               "(got %s)" % type(mesh).__name__)
         # One time for the whole teardown: every state file it marks says the same torn_down_at.
         now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
         check_mode = bool(self._task.check_mode or task_vars.get("ansible_check_mode"))
@@ -68,6 +74,8 @@ class ActionModule(ActionBase):
                 "remove_models": remove_models,
                 "remove_netplan": remove_netplan,
                 "remove_state": remove_state,
+                "remove_mesh": remove_mesh,
+                "mesh": mesh.get(host),
                 "now": now,
                 "check_mode": check_mode,
                 "management": _host_setting(hostvars, host, "ansible_host") or host,
@@ -75,7 +83,7 @@ class ActionModule(ActionBase):
             }
             nodes[host] = _teardown.plan_node(host, _preflight.merge_probe(probes[host]), options)
         proceed, msg = _teardown.plan_message(hosts, nodes, args.get("confirm"), check_mode, remove_models,
-                                              remove_netplan, remove_state)
+                                              remove_netplan, remove_state, remove_mesh)
         result.update(changed=False, nodes=nodes, proceed=proceed, confirmed=_teardown.confirmed(args.get("confirm")),
                       msg=msg, torn_down_at=now)
         return result

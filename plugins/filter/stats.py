@@ -19,7 +19,7 @@ so the nodes' entries merge into one mapping in the run's global custom stats (t
   the node's check ids by status (fail, warn), counts and the report path.
 - ``teardown_result | sparkops.specdec.teardown_stats(host, check_mode)``: key ``specdec_teardown`` (teardown.yml):
   confirmed, what was (or, in check mode, would be) removed on the node (the deployment state files marked torn down
-  or removed included) and what stays.
+  or removed and the SSH mesh's blocks and files included) and what stays.
 - ``specdec_benchmark_result | sparkops.specdec.benchmark_stats(host, endpoint)``: key ``specdec_benchmark_run``
   (benchmark.yml): the pick, its reason, the gate verdict and the report files (the head; others: not measured).
 - ``fleet_deploy | sparkops.specdec.fleet_stats``: key ``specdec_fleet`` (fleet.yml, one mapping for the run, not per
@@ -155,6 +155,8 @@ def teardown_stats(result, host, check_mode=False):
         # Deployment state files marked torn down (the tuned picks stay) and those removed (teardown_remove_state).
         "state_files_marked": [f.get("path") for f in node.get("state_files") or [] if f.get("action") == "mark"],
         "state_files_removed": [f.get("path") for f in node.get("state_files") or [] if f.get("action") == "remove"],
+        # teardown_remove_mesh: what ssh_mesh_keys state=absent removed (one line per block or file; [] for nothing).
+        "mesh_removed": list((node.get("mesh") or {}).get("changes") or []),
         "removals": list(node.get("removals") or []),
         "notes": list(node.get("notes") or []),
     }}

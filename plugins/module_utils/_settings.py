@@ -110,6 +110,7 @@ PLAYBOOK_SETTINGS = {
     'teardown_remove_models': {'type': 'bool', 'default': False},
     'teardown_remove_netplan': {'type': 'bool', 'default': False},
     'teardown_remove_state': {'type': 'bool', 'default': False},
+    'teardown_remove_mesh': {'type': 'bool', 'default': False},
     'teardown_netplan_file': {'type': 'path', 'default': '/etc/netplan/40-cx7.yaml'},
     # teardown.yml: nothing is removed without confirm=yes (the word, not a boolean).
     'confirm': {'type': 'str', 'default': ''},

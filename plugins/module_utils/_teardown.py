@@ -22,7 +22,11 @@ directories, the netplan file, the IPv4 addresses) and ``plan_node`` decides wha
   ``tuned`` in them is reused by a redeploy), but each one that records a running server is marked
   torn down (``running`` becomes null, the launch that ran becomes ``previous``, ``torn_down_at`` and
   ``updated_at`` are the teardown's time), so that the status reports ``torn_down``, not ``down``;
-  with ``teardown_remove_state`` they go entirely (and with them the tuned picks).
+  with ``teardown_remove_state`` they go entirely (and with them the tuned picks);
+* the SSH mesh: only with ``teardown_remove_mesh``; the play reads, on each node, what
+  ``sparkops.specdec.ssh_mesh_keys`` with ``state: absent`` would change (check mode: our marked blocks in the
+  cluster user's ``~/.ssh`` files, the container mesh files) and the node's plan removes it when there is
+  something to remove; the user's mesh key and the pinned container host key stay.
 
 ``plan_message`` builds the confirmation (nothing is removed without ``confirm=yes``; check mode
 only shows the plan). The probe format is the one of ``_preflight.parse_probe``.
@@ -52,6 +56,10 @@ KEEP_MODELS = "models stay (add -e teardown_remove_models=true to remove them)"
 KEEP_NETPLAN = "the netplan file and fabric addresses stay (add -e teardown_remove_netplan=true to remove them)"
 KEEP_STATE = ("the deployment state files stay, marked torn down, with the tuner's picks a redeploy reuses (add "
               "-e teardown_remove_state=true to remove them)")
+KEEP_MESH = ("the SSH mesh stays: the nodes still trust each other's mesh keys (add -e teardown_remove_mesh=true to "
+             "remove our marked blocks in ~/.ssh and the container mesh files)")
+MESH_KEYS_STAY = ("the cluster user's mesh key in ~/.ssh and the pinned container host key stay (a redeploy reuses "
+                  "them; remove them by hand if no deployment will)")
 REMOVE_STATE = ("the deployment state files go with teardown_remove_state, and with them the tuner's picks (tuned) "
                 "a redeploy would have reused")
 
@@ -256,6 +264,29 @@ def state_files(host, listing, now, remove):
     return plan, items, notes
 
 
+def mesh_plan(host, read, remove):
+    """What teardown does about the SSH mesh on one node: (plan, removals, notes).
+
+    read: the node's registered result of ``sparkops.specdec.ssh_mesh_keys`` with ``state: absent`` run in check mode
+    (its ``changes``: one line per block or file it would remove); remove: ``teardown_remove_mesh``. The plan:
+    ``remove`` (run the module for real: only when it would change something, so a second teardown changes nothing)
+    and ``changes``.
+    """
+    plan = {"remove": False, "changes": []}
+    if not remove:
+        return plan, [], []
+    read = read if isinstance(read, dict) else {}
+    changes = read.get("changes")
+    if read.get("failed") or read.get("skipped") or not isinstance(changes, list):
+        why = one_line(read.get("msg")) or ("skipped" if read.get("skipped") else "no result")
+        return plan, [], ["%s: the SSH mesh could not be read (%s): it stays." % (host, why)]
+    changes = [str(c) for c in changes]
+    if not changes:
+        return plan, [], []
+    plan.update(remove=True, changes=changes)
+    return plan, ["the SSH mesh (%s)" % ", ".join(changes)], []
+
+
 def plan_node(host, probe, options):
     """What teardown removes on one node.
 
@@ -265,9 +296,11 @@ def plan_node(host, probe, options):
     (its path on the node), ``records`` (the deployment state files, parse_state_listing's format). options:
     container, previous_record (the record's path when the probe has none), netplan_file, remove_models,
     remove_netplan, remove_state, now (the teardown's time, ISO 8601), check_mode, management (the node's
-    ansible_host), netplan_apply (netplan_qsfp_apply and netplan_qsfp_apply_method == netplan).
+    ansible_host), netplan_apply (netplan_qsfp_apply and netplan_qsfp_apply_method == netplan), remove_mesh and mesh
+    (the node's check-mode read of ssh_mesh_keys state=absent, mesh_plan's ``read``).
     Returns a dict: container, stop_server, previous (kept_container's plan), state_files (state_files' plan), models,
-    netplan_ours, netplan_note, addresses ({cidr, dev}), netplan_apply, removals (the plan lines) and notes.
+    netplan_ours, netplan_note, addresses ({cidr, dev}), netplan_apply, mesh (mesh_plan's plan), removals (the plan
+    lines) and notes.
     """
     probe = probe or {}
     container = container_state(probe.get("state"))
@@ -312,6 +345,9 @@ def plan_node(host, probe, options):
                     items.append("fabric address %s dev %s" % (cidr, dev))
     if note:
         notes.append(note)
+    mesh, mesh_items, mesh_notes = mesh_plan(host, options.get("mesh"), options.get("remove_mesh"))
+    items += mesh_items
+    notes += mesh_notes
     return {
         "container": container,
         "stop_server": container["exists"] and container["running"] and not container["restarting"]
@@ -324,17 +360,20 @@ def plan_node(host, probe, options):
         "netplan_note": note,
         "addresses": addresses,
         "netplan_apply": bool(ours and options.get("netplan_apply")),
+        "mesh": mesh,
         "removals": items,
         "notes": notes,
     }
 
 
-def plan_message(hosts, nodes, confirm, check_mode, remove_models, remove_netplan, remove_state=False):
+def plan_message(hosts, nodes, confirm, check_mode, remove_models, remove_netplan, remove_state=False,
+                 remove_mesh=False):
     """(proceed, message): the confirmation of the whole teardown, every node's plan in one message."""
     listed = "; ".join("%s: %s" % (h, ", ".join(nodes[h]["removals"]) or "nothing") for h in hosts if h in nodes)
     keep = ([] if remove_models else [KEEP_MODELS]) + ([] if remove_netplan else [KEEP_NETPLAN])
     if any(nodes[h].get("state_files") for h in hosts if h in nodes):
         keep.append(REMOVE_STATE if remove_state else KEEP_STATE)
+    keep.append(MESH_KEYS_STAY if remove_mesh else KEEP_MESH)
     tail = "".join(" " + n for h in hosts if h in nodes for n in nodes[h]["notes"])
     keep_text = (" " + "; ".join(keep)[0].upper() + "; ".join(keep)[1:] + ".") if keep else ""
     if check_mode:

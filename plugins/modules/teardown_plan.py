@@ -27,6 +27,11 @@ description:
     the teardown's time, so that C(playbooks/status.yml) reports the deployment as C(torn_down), not as C(down). A file
     already marked stays as it is (a second teardown changes nothing). With O(remove_state) the state files go
     entirely, and with them the tuned picks."
+  - The SSH mesh only with O(remove_mesh). C(playbooks/teardown.yml) runs M(sparkops.specdec.ssh_mesh_keys) with
+    C(state=absent) in check mode on every node first (O(mesh)); the node's plan removes the mesh (the same module,
+    for real) only when that read found something of ours - our marked blocks in the cluster user's
+    C(~/.ssh/authorized_keys), C(~/.ssh/known_hosts_sparkops) and C(~/.ssh/config), and the container mesh files - so a
+    second teardown changes nothing. The cluster user's mesh key and the pinned container host key stay.
   - Nothing is removed without O(confirm); RV(proceed) is false then and RV(msg) lists, per node, what would be
     removed. In check mode RV(proceed) is true and RV(msg) shows the plan.
 author:
@@ -60,6 +65,16 @@ options:
         picks (C(tuned)) in them go too; a redeploy then starts from the inventory's settings.
     type: bool
     default: false
+  remove_mesh:
+    description: Also remove the SSH mesh (C(teardown_remove_mesh)); needs O(mesh).
+    type: bool
+    default: false
+  mesh:
+    description:
+      - Inventory name -> the node's registered result of M(sparkops.specdec.ssh_mesh_keys) with C(state=absent) run in
+        check mode (its C(changes)). Read only with O(remove_mesh); a node without a readable result keeps its mesh,
+        with a note.
+    type: dict
   container:
     description: Name of the engine container (C(specdec_container_name)).
     type: str
@@ -148,8 +163,14 @@ nodes:
     netplan_apply:
       description: Run C(netplan apply) after the file goes (netplan_qsfp applied it with netplan).
       type: bool
+    mesh:
+      description:
+        - The SSH mesh. C(remove) (run M(sparkops.specdec.ssh_mesh_keys) with C(state=absent); only with O(remove_mesh)
+          and when its check-mode read would change something), C(changes) (that read's lines).
+      type: dict
     removals:
-      description: The plan lines of the node, such as a container with its status, model directories, the netplan file, fabric addresses.
+      description: The plan lines of the node, such as a container with its status, model directories, the netplan file,
+        fabric addresses, the SSH mesh.
       type: list
       elements: str
     notes:

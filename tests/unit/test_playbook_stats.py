@@ -196,8 +196,8 @@ def test_teardown_stats():
     assert stats.teardown_stats(result, "spark-1") == {"spark-1": {
         "confirmed": True, "state": "removed", "container_removed": True, "server_stopped": True,
         "previous_container_removed": False, "models_removed": ["/m/a"], "netplan_removed": False,
-        "state_files_marked": [], "state_files_removed": [], "removals": ["container trtllm-multinode (running)"],
-        "notes": ["netplan stays"]}}
+        "state_files_marked": [], "state_files_removed": [], "mesh_removed": [],
+        "removals": ["container trtllm-multinode (running)"], "notes": ["netplan stays"]}}
     assert stats.teardown_stats(result, "spark-1", True)["spark-1"]["server_stopped"] is False
     result["nodes"]["spark-1"]["previous"] = {"remove": True, "id": "c0ffee"}
     assert stats.teardown_stats(result, "spark-1")["spark-1"]["previous_container_removed"] is True
@@ -206,6 +206,8 @@ def test_teardown_stats():
     got = stats.teardown_stats(result, "spark-1")["spark-1"]
     assert got["state_files_marked"] == ["/s/deployments/a.json"]
     assert got["state_files_removed"] == ["/s/deployments/b.json"]
+    result["nodes"]["spark-1"]["mesh"] = {"remove": True, "changes": ["remove /k/mesh/authorized_keys"]}
+    assert stats.teardown_stats(result, "spark-1")["spark-1"]["mesh_removed"] == ["remove /k/mesh/authorized_keys"]
     with pytest.raises(AnsibleFilterError, match="no entry for spark-2"):
         stats.teardown_stats(result, "spark-2")
 

@@ -200,6 +200,20 @@ def test_teardown_marks_running_state_files_with_one_time_and_removes_them_on_re
     assert all(f["state"]["running"] is None and f["state"]["previous"] == tt.LAUNCH for f in files)
     result = make(teardown_plan.ActionModule, dict(args, remove_state=True)).run(task_vars=task_vars(("spark-1",)))
     assert [f["action"] for f in result["nodes"]["spark-1"]["state_files"]] == ["remove", "remove"]
-    assert result["msg"].endswith("(tuned) a redeploy would have reused.")
+    assert "(tuned) a redeploy would have reused; " in result["msg"]
     with pytest.raises(AnsibleError, match="remove_state must be true or false"):
         make(teardown_plan.ActionModule, dict(args, remove_state="maybe")).run(task_vars=task_vars(("spark-1",)))
+
+
+def test_teardown_plans_the_mesh_per_node_from_its_read_only_on_request():
+    args = teardown_args(confirm="yes", mesh={"spark-1": tt.mesh_read()})
+    result = make(teardown_plan.ActionModule, args).run(task_vars=task_vars(("spark-1",)))
+    assert result["nodes"]["spark-1"]["mesh"] == {"remove": False, "changes": []}
+    assert "add -e teardown_remove_mesh=true" in result["msg"]
+    result = make(teardown_plan.ActionModule, dict(args, remove_mesh=True)).run(task_vars=task_vars(("spark-1",)))
+    assert result["nodes"]["spark-1"]["mesh"] == {"remove": True, "changes": tt.MESH_CHANGES}
+    assert "the SSH mesh (remove our block from /home/spark/.ssh/authorized_keys" in result["msg"]
+    with pytest.raises(AnsibleError, match="remove_mesh must be true or false"):
+        make(teardown_plan.ActionModule, dict(args, remove_mesh="maybe")).run(task_vars=task_vars(("spark-1",)))
+    with pytest.raises(AnsibleError, match="mesh must map each inventory name"):
+        make(teardown_plan.ActionModule, dict(args, mesh=["x"])).run(task_vars=task_vars(("spark-1",)))

@@ -465,6 +465,7 @@ NEGATIVE_CASES = [
     ('status-require-not-bool', {'status_require_serving': 'maybe'}, 'status_require_serving', 'is not a boolean'),
     ('remove-netplan-not-bool', {'teardown_remove_netplan': 'ours'}, 'teardown_remove_netplan', 'is not a boolean'),
     ('remove-state-not-bool', {'teardown_remove_state': 'forever'}, 'teardown_remove_state', 'is not a boolean'),
+    ('remove-mesh-not-bool', {'teardown_remove_mesh': 'peers'}, 'teardown_remove_mesh', 'is not a boolean'),
     ('teardown-netplan-file-list', {'teardown_netplan_file': ['a']}, 'teardown_netplan_file', 'is a list, not text'),
     ('confirm-list', {'confirm': ['yes']}, 'confirm', 'is a list, not text'),
     # --- single_spark.yml and benchmark.yml ---

@@ -180,7 +180,9 @@ def test_message_without_confirmation():
     assert proceed is False
     assert msg == ("Nothing was removed. teardown.yml would remove: spark-1: container trtllm-multinode (running) and the "
                    "server in it; spark-2: nothing. Models stay (add -e teardown_remove_models=true to remove them); "
-                   "the netplan file and fabric addresses stay (add -e teardown_remove_netplan=true to remove them). "
+                   "the netplan file and fabric addresses stay (add -e teardown_remove_netplan=true to remove them); "
+                   "the SSH mesh stays: the nodes still trust each other's mesh keys (add -e teardown_remove_mesh=true "
+                   "to remove our marked blocks in ~/.ssh and the container mesh files). "
                    "Re-run with -e confirm=yes to proceed, or with --check to only show this plan.")
 
 
@@ -189,8 +191,10 @@ def test_message_check_mode_and_confirmed():
     proceed, msg = _teardown.plan_message(["spark-1", "spark-2"], nodes, "", True, False, True)
     assert proceed is True and msg.startswith("Would remove (check mode): spark-1: container trtllm-multinode (running)")
     assert "fabric address 192.168.100.10/24 dev enp1s0f1np1" in msg and "Models stay" in msg and "netplan file" in msg
-    proceed, msg = _teardown.plan_message(["spark-1", "spark-2"], nodes, "yes", False, True, True)
-    assert proceed is True and msg.startswith("Removing: spark-1: ") and "stay" not in msg
+    proceed, msg = _teardown.plan_message(["spark-1", "spark-2"], nodes, "yes", False, True, True, False, True)
+    assert proceed is True and msg.startswith("Removing: spark-1: ")
+    # Only the mesh keys stay (nothing else was asked to stay).
+    assert msg.endswith(". " + _teardown.MESH_KEYS_STAY[0].upper() + _teardown.MESH_KEYS_STAY[1:] + ".")
 
 
 def test_message_carries_the_notes():
@@ -392,9 +396,61 @@ def test_message_names_the_state_files_and_what_removing_them_loses():
                                             options(now=NOW))}
     proceed, msg = _teardown.plan_message(["spark-1"], nodes, "", True, True, True)
     assert proceed is True and "running server of deployment spark-1" in msg
-    assert msg.endswith(_teardown.KEEP_STATE[0].upper() + _teardown.KEEP_STATE[1:] + ".")
+    assert (". " + _teardown.KEEP_STATE[0].upper() + _teardown.KEEP_STATE[1:] + "; ") in msg
     nodes = {"spark-1": _teardown.plan_node("spark-1", with_records(listing(("spark-1.json", state_file()))),
                                             options(now=NOW, remove_state=True))}
     dummy, msg = _teardown.plan_message(["spark-1"], nodes, "yes", False, True, True, True)
-    assert msg.endswith(_teardown.REMOVE_STATE[0].upper() + _teardown.REMOVE_STATE[1:] + ".")
+    assert (". " + _teardown.REMOVE_STATE[0].upper() + _teardown.REMOVE_STATE[1:] + "; ") in msg
     assert "tuned" in _teardown.REMOVE_STATE
+
+
+# ---------------------------------------------------------------- the SSH mesh (teardown_remove_mesh)
+MESH_CHANGES = ["remove our block from /home/spark/.ssh/authorized_keys",
+                "remove our block from /home/spark/.ssh/known_hosts_sparkops",
+                "remove our block from /home/spark/.ssh/config",
+                "remove /etc/sparkops/trtllm-ssh/mesh/authorized_keys",
+                "remove /etc/sparkops/trtllm-ssh/mesh/known_hosts",
+                "remove /etc/sparkops/trtllm-ssh/mesh/id_ed25519",
+                "remove /etc/sparkops/trtllm-ssh/mesh"]
+
+
+def mesh_read(changes=None):
+    """The registered check-mode result of ssh_mesh_keys state=absent (as teardown.yml registers it)."""
+    return {"changed": False, "changes": list(MESH_CHANGES if changes is None else changes)}
+
+
+def test_mesh_stays_without_the_request_and_the_message_says_how_to_remove_it():
+    node = _teardown.plan_node("spark-1", probe(), options(mesh=mesh_read()))
+    assert node["mesh"] == {"remove": False, "changes": []}
+    assert not any("mesh" in item for item in node["removals"])
+    _proceed, msg = _teardown.plan_message(["spark-1"], {"spark-1": node}, "", False, True, True)
+    assert "the nodes still trust each other's mesh keys (add -e teardown_remove_mesh=true" in msg
+    assert "pinned container host key" not in msg
+
+
+def test_mesh_goes_on_request_with_what_the_read_found():
+    node = _teardown.plan_node("spark-1", probe(), options(remove_mesh=True, mesh=mesh_read()))
+    assert node["mesh"] == {"remove": True, "changes": MESH_CHANGES}
+    assert node["removals"][-1] == "the SSH mesh (%s)" % ", ".join(MESH_CHANGES)
+    assert node["notes"] == []
+    proceed, msg = _teardown.plan_message(["spark-1"], {"spark-1": node}, "yes", False, True, True, False, True)
+    assert proceed is True and "the SSH mesh (remove our block from /home/spark/.ssh/authorized_keys" in msg
+    assert "teardown_remove_mesh" not in msg and msg.endswith(_teardown.MESH_KEYS_STAY[1:] + ".")
+
+
+def test_mesh_already_gone_plans_nothing_so_a_second_teardown_changes_nothing():
+    node = _teardown.plan_node("spark-1", probe(), options(remove_mesh=True, mesh=mesh_read([])))
+    assert node["mesh"] == {"remove": False, "changes": []}
+    assert node["removals"] == ["container trtllm-multinode (running) and the server in it"] and node["notes"] == []
+
+
+@pytest.mark.parametrize("read,why", [
+    (None, "no result"),
+    ({"skipped": True, "changed": False}, "skipped"),
+    ({"failed": True, "msg": "ssh_mesh_user: bob has no entry in the passwd database of spark-1; create it"},
+     "ssh_mesh_user: bob has no entry in the passwd database of spark-1; create it"),
+])
+def test_mesh_without_a_readable_result_stays_with_a_note(read, why):
+    node = _teardown.plan_node("spark-1", probe(), options(remove_mesh=True, mesh=read))
+    assert node["mesh"] == {"remove": False, "changes": []}
+    assert node["notes"] == ["spark-1: the SSH mesh could not be read (%s): it stays." % why]

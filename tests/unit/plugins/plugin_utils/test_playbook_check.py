@@ -26,6 +26,8 @@ def problems(values, skip=()):
      "status_hots: not a variable of sparkops.specdec (it would be ignored); did you mean status_hosts?"),
     ({"teardown_remove_sate": True},
      "teardown_remove_sate: not a setting of sparkops.specdec; did you mean teardown_remove_state?"),
+    ({"teardown_remove_meshes": True},
+     "teardown_remove_meshes: not a setting of sparkops.specdec; did you mean teardown_remove_mesh?"),
 ])
 def test_a_misspelt_playbook_variable_names_the_known_one(values, line):
     assert problems(values) == [line]
@@ -45,7 +47,7 @@ def test_a_wrong_type_or_choice_is_one_line(values, name, fragment):
 
 def test_good_values_and_unrelated_variables_pass():
     assert problems({"single_spark_host": "spark-1", "preflight_topology": "single_spark", "confirm": "yes",
-                     "teardown_remove_state": "true", "fleet_deployments": ["pair-a"], "status_hosts": "pair_a",
+                     "teardown_remove_state": "true", "teardown_remove_mesh": True, "fleet_deployments": ["pair-a"], "status_hosts": "pair_a",
                      # A user's own variables, magic variables and results of the collection: never errors.
                      "my_rack": "r1", "spark_serial": "x", "inventory_hostname": "spark-1", "play_hosts": [],
                      "ansible_limit": "spark-1", "preflight_plan": {}, "fleet_deploy": {}, "run_check_pattern": "x",
