@@ -163,11 +163,11 @@ def mesh_user_decision(name, value, mesh_user='', deploy_user=''):
 
 
 FABRIC_BY_MEMBER_FIX = ("pass dict(members | zip(members | map('extract', hostvars) | map(attribute='netplan_qsfp_fabric', "
-                        "default=none))), not hostvars")
+                        "default={}))), not hostvars")
 
 
 def _fabric_by_member(fabrics):
-    """``fabrics`` as given: member -> that member's published ``netplan_qsfp_fabric`` (None: it has none). Anything
+    """``fabrics`` as given: member -> that member's published ``netplan_qsfp_fabric`` ({} or None: it has none). Anything
     else, hostvars among them (a member's entry holding its variables), is a PeerCopyError of one line."""
     if not isinstance(fabrics, Mapping):
         raise PeerCopyError('peer copy: expected each member\'s netplan_qsfp_fabric by member, got %s: %s.'
@@ -186,7 +186,7 @@ def peer_copy_role(fabrics, me, members, head, enabled='auto', download=True, me
                    setting=MODELS_SETTING):
     """This node's part in fetching the models of its deployment.
 
-    ``fabrics``: each member's published ``netplan_qsfp_fabric`` by member (None for a member that has none; only
+    ``fabrics``: each member's published ``netplan_qsfp_fabric`` by member ({} or None for one that has none; only
     the head's is read). Not hostvars: a member's variables in it are a PeerCopyError.
 
     Returns ``{'mode': 'fetch'|'receive'|'alone', 'source': head or None, 'source_address': IP or None,
