@@ -3,13 +3,16 @@
 # Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
 """PRIVATE filter of the specdec_server role (the logic is in module_utils/_peer_copy.py).
 
-- ``hostvars | sparkops.specdec.peer_copy_role(me, members, head, enabled, download, users)``: this
+- ``fabrics | sparkops.specdec.peer_copy_role(me, head, enabled, download, users)``: this
   node's part in fetching the models of its deployment: ``fetch`` (the head of a pair: from the Hub, once),
   ``receive`` (its peer: copied from the head's first fabric address) or ``alone`` (a single node, peer copy /
   downloads switched off, or ``auto`` with an SSH mesh user that is not the deploy user). ``enabled``: ``auto``,
   true or false; true with another mesh user is an error naming the setting and the fix.
-- ``hostvars | sparkops.specdec.image_peer_copy_role(me, members, head, enabled, image, users)``: the
+- ``fabrics | sparkops.specdec.image_peer_copy_role(me, head, enabled, image, users)``: the
   same for the engine image (an image pinned by digest is pulled by every node).
+- ``fabrics``: each member of the deployment (its keys, in order, are the members) with its published
+  ``netplan_qsfp_fabric`` (``{}`` or None for a member that has none), as the role builds it with
+  ``map('extract', hostvars)``; only the head's is read. Not hostvars: an error says so.
 - ``copied | sparkops.specdec.peer_copy_results(looked)``: each model's copy result, or, where the copy did not run
   because the read-only look (the same module in check mode) found nothing to copy, that look's result (the same
   keys: a copy with nothing to do returns what its check-mode look did).
@@ -18,6 +21,8 @@
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
@@ -30,17 +35,22 @@ def _users(users):
     return str(users[0] or ""), str(users[1] or "")
 
 
-def peer_copy_role(hostvars, me, members, head, enabled="auto", download=True, users=None):
+def _members(fabrics):
+    """The deployment's members: the keys of ``fabrics`` (anything but a mapping is refused by _peer_copy)."""
+    return [str(member) for member in fabrics] if isinstance(fabrics, Mapping) else []
+
+
+def peer_copy_role(fabrics, me, head, enabled="auto", download=True, users=None):
     try:
-        return _peer_copy.peer_copy_role(hostvars, str(me), list(members or []), str(head), enabled, bool(download),
+        return _peer_copy.peer_copy_role(fabrics, str(me), _members(fabrics), str(head), enabled, bool(download),
                                          *_users(users))
     except _peer_copy.PeerCopyError as exc:
         raise AnsibleFilterError(exc.msg) from None
 
 
-def image_peer_copy_role(hostvars, me, members, head, enabled="auto", image="", users=None):
+def image_peer_copy_role(fabrics, me, head, enabled="auto", image="", users=None):
     try:
-        return _peer_copy.image_peer_copy_role(hostvars, str(me), list(members or []), str(head), enabled, str(image or ""),
+        return _peer_copy.image_peer_copy_role(fabrics, str(me), _members(fabrics), str(head), enabled, str(image or ""),
                                                *_users(users))
     except _peer_copy.PeerCopyError as exc:
         raise AnsibleFilterError(exc.msg) from None

@@ -162,9 +162,32 @@ def mesh_user_decision(name, value, mesh_user='', deploy_user=''):
                    'empty) to fetch once per pair' % (name, mesh_user, deploy_user, alone, name, deploy_user))
 
 
-def peer_copy_role(hostvars, me, members, head, enabled='auto', download=True, mesh_user='', deploy_user='',
+FABRIC_BY_MEMBER_FIX = ("pass dict(members | zip(members | map('extract', hostvars) | map(attribute='netplan_qsfp_fabric', "
+                        "default={}))), not hostvars")
+
+
+def _fabric_by_member(fabrics):
+    """``fabrics`` as given: member -> that member's published ``netplan_qsfp_fabric`` ({} or None: it has none). Anything
+    else, hostvars among them (a member's entry holding its variables), is a PeerCopyError of one line."""
+    if not isinstance(fabrics, Mapping):
+        raise PeerCopyError('peer copy: expected each member\'s netplan_qsfp_fabric by member, got %s: %s.'
+                            % (type(fabrics).__name__, FABRIC_BY_MEMBER_FIX))
+    for member, fabric in fabrics.items():
+        if fabric is None:
+            continue
+        if not isinstance(fabric, Mapping) or 'netplan_qsfp_fabric' in fabric or 'inventory_hostname' in fabric:
+            what = type(fabric).__name__ if not isinstance(fabric, Mapping) else 'its variables'
+            raise PeerCopyError('peer copy: expected the netplan_qsfp_fabric of %s, got %s: %s.'
+                                % (member, what, FABRIC_BY_MEMBER_FIX))
+    return fabrics
+
+
+def peer_copy_role(fabrics, me, members, head, enabled='auto', download=True, mesh_user='', deploy_user='',
                    setting=MODELS_SETTING):
     """This node's part in fetching the models of its deployment.
+
+    ``fabrics``: each member's published ``netplan_qsfp_fabric`` by member ({} or None for one that has none; only
+    the head's is read). Not hostvars: a member's variables in it are a PeerCopyError.
 
     Returns ``{'mode': 'fetch'|'receive'|'alone', 'source': head or None, 'source_address': IP or None,
     'reason': str}``. A deployment of one node, ``enabled`` false, ``download`` false (each node only checks its
@@ -173,6 +196,7 @@ def peer_copy_role(hostvars, me, members, head, enabled='auto', download=True, m
     and every other member receives from the head's first fabric address (``netplan_qsfp_fabric.ips[0]``).
     ``enabled`` true with another mesh user is a PeerCopyError.
     """
+    fabrics = _fabric_by_member(fabrics)
     members = list(members or [])
     if me not in members:
         raise PeerCopyError('%s is not a member of its deployment (%s): run the role on the deployment\'s nodes.'
@@ -192,7 +216,7 @@ def peer_copy_role(hostvars, me, members, head, enabled='auto', download=True, m
     if me == head:
         return {'mode': 'fetch', 'source': None, 'source_address': None,
                 'reason': 'the head fetches once for %s' % ', '.join(m for m in members if m != head)}
-    fabric = (hostvars.get(head) or {}).get('netplan_qsfp_fabric') or {}
+    fabric = fabrics.get(head) or {}
     ips = fabric.get('ips') if isinstance(fabric, Mapping) else None
     if not ips or not isinstance(ips, list) or not ips[0]:
         raise PeerCopyError('%s: the head %s has no fabric address (netplan_qsfp_fabric.ips) to copy from: run the '
@@ -201,9 +225,10 @@ def peer_copy_role(hostvars, me, members, head, enabled='auto', download=True, m
             'reason': 'copied from %s over the fabric (%s)' % (head, ips[0])}
 
 
-def image_peer_copy_role(hostvars, me, members, head, enabled='auto', image='', mesh_user='', deploy_user=''):
+def image_peer_copy_role(fabrics, me, members, head, enabled='auto', image='', mesh_user='', deploy_user=''):
     """``peer_copy_role`` for the engine image. An image pinned by digest (``name@sha256:...``) is pulled by every
     node: ``docker load`` records no registry digest, so a loaded copy could not be found by it."""
+    fabrics = _fabric_by_member(fabrics)
     mode = setting_value(IMAGE_SETTING, enabled)
     if '@' in str(image or ''):
         if me not in list(members or []):
@@ -211,7 +236,7 @@ def image_peer_copy_role(hostvars, me, members, head, enabled='auto', image='', 
                                 % (me, ', '.join(members or []) or 'none'))
         return {'mode': 'alone', 'source': None, 'source_address': None,
                 'reason': 'pinned by digest: every node pulls it (docker load records no registry digest)'}
-    role = peer_copy_role(hostvars, me, members, head, mode, True, mesh_user, deploy_user, IMAGE_SETTING)
+    role = peer_copy_role(fabrics, me, members, head, mode, True, mesh_user, deploy_user, IMAGE_SETTING)
     if mode is False and role['mode'] == 'alone' and len(list(members or [])) > 1:
         role['reason'] = '%s is false: every node pulls or loads the image itself' % IMAGE_SETTING
     return role

@@ -71,7 +71,11 @@ seealso:
 EXAMPLES = r"""
 - name: Wait until every node's container sshd answers from the head
   sparkops.specdec.container_sshd_wait:
-    targets: "{{ hostvars | sparkops.specdec.trtllm_container_sshd_targets(ansible_play_hosts_all, trtllm_container_hostfile_hosts) }}"
+    # Each member's published trtllm_container_spec (null for a member that has none), by member.
+    targets: >-
+      {{ dict(ansible_play_hosts_all | zip(ansible_play_hosts_all | map('extract', hostvars)
+         | map(attribute='trtllm_container_spec', default=none)))
+         | sparkops.specdec.trtllm_container_sshd_targets(trtllm_container_hostfile_hosts) }}
     port: 2233
     timeout: 300
     container: trtllm-multinode

@@ -99,14 +99,15 @@ def _all_names(root):
 # --------------------------------------------------------------------------- who fetches
 
 
-def _hostvars(ips=('192.168.100.10', '192.168.101.10')):
-    return {'spark-1': {'netplan_qsfp_fabric': {'ips': list(ips)}}, 'spark-2': {'netplan_qsfp_fabric': {'ips': ['x']}}}
+def _fabrics(ips=('192.168.100.10', '192.168.101.10')):
+    # Each member's published netplan_qsfp_fabric, by member (as the roles build it with map('extract', hostvars)).
+    return {'spark-1': {'ips': list(ips)}, 'spark-2': {'ips': ['x']}}
 
 
 def test_role_head_fetches_and_worker_receives_from_the_heads_first_fabric_address():
     members = ['spark-1', 'spark-2']
-    head = _peer_copy.peer_copy_role(_hostvars(), 'spark-1', members, 'spark-1')
-    worker = _peer_copy.peer_copy_role(_hostvars(), 'spark-2', members, 'spark-1')
+    head = _peer_copy.peer_copy_role(_fabrics(), 'spark-1', members, 'spark-1')
+    worker = _peer_copy.peer_copy_role(_fabrics(), 'spark-2', members, 'spark-1')
     assert head['mode'] == 'fetch' and head['source'] is None
     assert worker == {'mode': 'receive', 'source': 'spark-1', 'source_address': '192.168.100.10',
                       'reason': 'copied from spark-1 over the fabric (192.168.100.10)'}
@@ -116,16 +117,37 @@ def test_role_head_fetches_and_worker_receives_from_the_heads_first_fabric_addre
                                                       (['spark-1', 'spark-2'], True, False)])
 def test_role_alone_for_single_nodes_and_when_switched_off(members, enabled, download):
     for me in members:
-        assert _peer_copy.peer_copy_role(_hostvars(), me, members, 'spark-1', enabled, download)['mode'] == 'alone'
+        assert _peer_copy.peer_copy_role(_fabrics(), me, members, 'spark-1', enabled, download)['mode'] == 'alone'
 
 
 def test_role_errors_name_the_setting():
     with pytest.raises(_peer_copy.PeerCopyError, match='netplan_qsfp_fabric.ips.*specdec_server_peer_copy: false'):
         _peer_copy.peer_copy_role({'spark-1': {}}, 'spark-2', ['spark-1', 'spark-2'], 'spark-1')
+    with pytest.raises(_peer_copy.PeerCopyError, match='netplan_qsfp_fabric.ips.*specdec_server_peer_copy: false'):
+        _peer_copy.peer_copy_role({'spark-1': None, 'spark-2': None}, 'spark-2', ['spark-1', 'spark-2'], 'spark-1')
     with pytest.raises(_peer_copy.PeerCopyError, match='specdec_head_host'):
-        _peer_copy.peer_copy_role(_hostvars(), 'spark-2', ['spark-1', 'spark-2'], 'spark-9')
+        _peer_copy.peer_copy_role(_fabrics(), 'spark-2', ['spark-1', 'spark-2'], 'spark-9')
     with pytest.raises(_peer_copy.PeerCopyError, match='not a member'):
-        _peer_copy.peer_copy_role(_hostvars(), 'spark-3', ['spark-1', 'spark-2'], 'spark-1')
+        _peer_copy.peer_copy_role(_fabrics(), 'spark-3', ['spark-1', 'spark-2'], 'spark-1')
+
+
+def _hostvars():
+    # What the filters took before: the play's hostvars (each member's variables).
+    return {member: {'inventory_hostname': member, 'netplan_qsfp_fabric': fabric} for member, fabric in _fabrics().items()}
+
+
+@pytest.mark.parametrize('me', ['spark-1', 'spark-2'])
+@pytest.mark.parametrize('role', [_peer_copy.peer_copy_role, _peer_copy.image_peer_copy_role])
+def test_role_takes_each_members_fabric_not_hostvars(role, me):
+    # The roles pass each member's published netplan_qsfp_fabric; hostvars (a member's variables) is refused, by the
+    # head and its peer alike, with one line saying what to pass.
+    with pytest.raises(_peer_copy.PeerCopyError) as err:
+        role(_hostvars(), me, ['spark-1', 'spark-2'], 'spark-1')
+    assert '\n' not in err.value.msg and "map(attribute='netplan_qsfp_fabric'" in err.value.msg
+    assert err.value.msg.startswith('peer copy: expected the netplan_qsfp_fabric of spark-1, got its variables')
+    for bad, what in ((['spark-1'], 'got list'), ({'spark-1': ['192.168.100.10']}, 'got list')):
+        with pytest.raises(_peer_copy.PeerCopyError, match=what):
+            role(bad, me, ['spark-1', 'spark-2'], 'spark-1')
 
 
 # --------------------------------------------------------------------------- the sender's manifest

@@ -204,7 +204,8 @@ def test_ssh_and_docker_cli_stream_end_to_end(fake_cli, monkeypatch):
 
 
 def _hv():
-    return {'spark-1': {'netplan_qsfp_fabric': {'ips': ['192.168.100.10', '192.168.101.10']}}}
+    # Each member's published netplan_qsfp_fabric, by member (None: it has none).
+    return {'spark-1': {'ips': ['192.168.100.10', '192.168.101.10']}, 'spark-2': None}
 
 
 def test_image_role_head_pulls_worker_copies_digest_pins_pull_everywhere():

@@ -19,7 +19,8 @@ NAME = 'nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12'
 
 
 def _hv():
-    return {'spark-1': {'netplan_qsfp_fabric': {'ips': ['192.168.100.10', '192.168.101.10']}}}
+    # Each member's published netplan_qsfp_fabric, by member (None: it has none).
+    return {'spark-1': {'ips': ['192.168.100.10', '192.168.101.10']}, 'spark-2': {}}
 
 
 @pytest.mark.parametrize('value,expected', [
@@ -84,14 +85,14 @@ def test_no_error_where_no_copy_would_run():
 
 def test_filter_takes_the_setting_as_given_and_turns_errors_into_filter_errors():
     # 'auto' was bool()-ed to True before: the filter passes the value through.
-    role = peer_copy_filter.peer_copy_role(_hv(), 'spark-2', PAIR, 'spark-1', 'auto', True, ['mpi', 'spark'])
+    role = peer_copy_filter.peer_copy_role(_hv(), 'spark-2', 'spark-1', 'auto', True, ['mpi', 'spark'])
     assert role['mode'] == 'alone'
-    assert peer_copy_filter.peer_copy_role(_hv(), 'spark-2', PAIR, 'spark-1', 'auto', True, ['', 'spark'])['mode'] == 'receive'
+    assert peer_copy_filter.peer_copy_role(_hv(), 'spark-2', 'spark-1', 'auto', True, ['', 'spark'])['mode'] == 'receive'
     # Without the users (an older caller): no check of the mesh user.
-    assert peer_copy_filter.peer_copy_role(_hv(), 'spark-2', PAIR, 'spark-1', True, True)['mode'] == 'receive'
-    assert peer_copy_filter.image_peer_copy_role(_hv(), 'spark-2', PAIR, 'spark-1', 'false', NAME, ['', 'spark'])['mode'] == 'alone'
+    assert peer_copy_filter.peer_copy_role(_hv(), 'spark-2', 'spark-1', True, True)['mode'] == 'receive'
+    assert peer_copy_filter.image_peer_copy_role(_hv(), 'spark-2', 'spark-1', 'false', NAME, ['', 'spark'])['mode'] == 'alone'
     with pytest.raises(AnsibleFilterError, match='^trtllm_container_image_peer_copy: true, but ssh_mesh_user mpi'):
-        peer_copy_filter.image_peer_copy_role(_hv(), 'spark-2', PAIR, 'spark-1', True, NAME, ['mpi', 'spark'])
+        peer_copy_filter.image_peer_copy_role(_hv(), 'spark-2', 'spark-1', True, NAME, ['mpi', 'spark'])
 
 
 def _settings(**kw):
@@ -138,3 +139,19 @@ def test_plan_single_node_and_bad_values():
     assert errors == [] and peer['models']['use'] is False and peer['models']['reason'] == 'single node'
     peer, errors = _peer_copy.plan_peer_copy(_settings(specdec_server_peer_copy='maybe'), PAIR, 'spark')
     assert len(errors) == 1 and errors[0].startswith('specdec_server_peer_copy: ') and peer['models']['value'] is None
+
+
+@pytest.mark.parametrize('me', PAIR)
+def test_filters_take_each_members_fabric_and_refuse_hostvars(me):
+    # Each member's published netplan_qsfp_fabric (what the roles pass) works; hostvars (each member's variables) is a
+    # one-line filter error, on the head and its peer alike.
+    hostvars = {m: {'inventory_hostname': m, 'netplan_qsfp_fabric': f} for m, f in _hv().items()}
+    for role, setting in ((peer_copy_filter.peer_copy_role, True), (peer_copy_filter.image_peer_copy_role, True)):
+        # the members are the keys (spark-2 has no fabric: {})
+        assert role(_hv(), me, 'spark-1', setting)['mode'] == ('fetch' if me == 'spark-1' else 'receive')
+        with pytest.raises(AnsibleFilterError, match=r"^peer copy: expected the netplan_qsfp_fabric of spark-1, got its "
+                                                     r"variables: pass dict\(members \| zip"):
+            role(hostvars, me, 'spark-1', setting)
+    # a member missing from the keys is not a member; the keys' order is the members' order
+    with pytest.raises(AnsibleFilterError, match=r"^spark-2 is not a member of its deployment \(spark-1\)"):
+        peer_copy_filter.peer_copy_role({'spark-1': _hv()['spark-1']}, 'spark-2', 'spark-1', True)
