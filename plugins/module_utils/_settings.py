@@ -1467,7 +1467,10 @@ def validate_settings(settings: dict, specs: dict, *, results=RESULTS, context=N
             effective[name] = spec.get('default')
     # A setting with its own problem takes no part in the rules between settings.
     effective = {k: v for k, v in effective.items() if v is not _BAD}
-    problems.extend(_cross(effective, dict(context or {}, given=frozenset(given))))
+    # "Given" for the rules that judge a setting the user gave: a value other than its spec default. The roles resolve
+    # every option, role defaults included, so a default seen here says nothing about what the user set.
+    chosen = frozenset(n for n, v in given.items() if n not in options or v != options[n].get('default'))
+    problems.extend(_cross(effective, dict(context or {}, given=chosen)))
     valid = {k: v for k, v in given.items() if v is not _BAD}
     return valid, sorted(set(_one_line(p) for p in problems))
 
