@@ -179,6 +179,19 @@ RECOVERY_INT_FIELDS = ("max_failed_starts", "backoff_initial", "backoff_max", "h
                        "min_available_memory", "completion_probe_interval")
 
 
+# The record's fields added with bounded recovery (0.3.0); a record written before has none of them.
+RECOVERY_FIELDS = RECOVERY_INT_FIELDS + ("drop_caches", "model", "api_key_file")
+
+
+def keeps_earlier_record(current, wanted):
+    """Whether a record an earlier version wrote stands for ``wanted`` as it is: it has none of RECOVERY_FIELDS and
+    every other field equals ``wanted``'s. Converging an upgraded deployment then changes nothing (the supervisor
+    serves such a record with its documented defaults); the next start writes the full record."""
+    if not isinstance(current, dict) or any(key in current for key in RECOVERY_FIELDS):
+        return False
+    return current == dict((k, v) for k, v in wanted.items() if k not in RECOVERY_FIELDS)
+
+
 def autostart_record(fields, script_sha1, needs_hf_token):
     """The consent record (schema 1): ``fields`` has deployment, state_file, fingerprint, config_file, health_url
     and hang_timeout (the optional watchdog fields: left out when None), and the optional bounded-recovery fields

@@ -326,7 +326,7 @@ class Lifecycle(object):
             self.result["changed"] = self.result["script_changed"] or key_changed or key_gone or action != "none"
             if action == "none":
                 self._check_running()
-            self._autostart(text, env, write=False)
+            self._autostart(text, env, write=False, started=action != "none")
             return self.result
         if self.result["script_changed"]:
             _write(self.m, self.server.script, text, 0o755)
@@ -365,7 +365,7 @@ class Lifecycle(object):
         if key_gone:
             os.remove(self.path(_server.API_KEY_NAME))
             self.result["changed"] = True
-        self._autostart(text, env, write=True)
+        self._autostart(text, env, write=True, started=action != "none")
         return self.result
 
     def _check_running(self):
@@ -376,7 +376,7 @@ class Lifecycle(object):
             self.fail("The running server does not answer 200 at %s/health (%s); see %s/server.log." % (
                 self.p["local_url"].rstrip("/"), reason, self.p["state_dir"]))
 
-    def _autostart(self, text, env, write):
+    def _autostart(self, text, env, write, started=False):
         p = self.p
         rec_path = self.path(_server.RECORD_NAME)
         self.result["autostart"] = "unchanged"
@@ -405,7 +405,8 @@ class Lifecycle(object):
             return
         fields["state_file"] = p["state_file"]
         wanted = _server.autostart_record(fields, _server.sha1_text(text), bool(env))
-        if current == wanted:
+        # An earlier version's record of this very launch stays until the next start (an upgrade changes nothing).
+        if current == wanted or (not started and _server.keeps_earlier_record(current, wanted)):
             return
         self.result["autostart"] = "armed"
         self.result["changed"] = True

@@ -363,3 +363,27 @@ def test_the_record_carries_the_bounded_recovery_settings(node, health):
     # Without them (a caller of an earlier version) the record has none: the supervisor's defaults apply.
     assert "max_failed_starts" not in _server.autostart_record(RECORD | {"state_file": "s"}, "sha", False)
     assert _server.autostart_record(dict(RECORD, state_file="s", drop_caches=True), "sha", False)["drop_caches"] is True
+
+
+def test_an_earlier_versions_record_of_the_same_launch_is_kept_until_the_next_start(node, health):
+    # A record written before bounded recovery (none of its fields) for the launch that runs: converging the upgraded
+    # deployment changes nothing (molecule/server_faults' upgrade step); a start writes the full record.
+    tmp, docker = node
+    fields = dict(RECORD, max_failed_starts=5, backoff_initial=5, backoff_max=300, health_timeout=120,
+                  min_available_memory=8589934592, drop_caches=False, completion_probe_interval=300,
+                  model="m", api_key_file="")
+    first = run(node, health, action="start", launch=launch(env={"HF_HUB_OFFLINE": "1"}), autostart=True,
+                autostart_record=fields)
+    assert first["autostart"] == "armed"
+    full = json.loads((tmp / "autostart.json").read_text())
+    earlier = dict((k, v) for k, v in full.items() if k not in _server.RECOVERY_FIELDS)
+    (tmp / "autostart.json").write_text(_server.nice_json(earlier))
+    again = run(node, health, action="none", launch=launch(env={"HF_HUB_OFFLINE": "1"}), autostart=True,
+                autostart_record=fields)
+    assert again["changed"] is False and again["autostart"] == "unchanged"
+    assert json.loads((tmp / "autostart.json").read_text()) == earlier
+    # Another launch (here: the fingerprint) is a new record, full.
+    other = run(node, health, action="none", launch=launch(env={"HF_HUB_OFFLINE": "1"}), autostart=True,
+                autostart_record=dict(fields, fingerprint="f" * 64))
+    assert other["autostart"] == "armed"
+    assert json.loads((tmp / "autostart.json").read_text())["max_failed_starts"] == 5
