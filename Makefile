@@ -97,7 +97,10 @@ $(NEWEST)/bin/ansible-playbook: requirements.txt requirements-test.txt
 	$(NEWEST)/bin/pip install --quiet -r requirements-test.txt 'ansible-core==$(NEWEST_CORE).*' 'ansible==$(NEWEST_ANSIBLE).*'
 	touch $@
 
-.PHONY: units-newest
+.PHONY: units-newest newest-python
+newest-python:  ## print the Python 3.12+ units-newest uses (nothing when none is found)
+	@echo "$(NEWEST_PYTHON)"
+
 units-newest: link $(NEWEST)/bin/ansible-playbook  ## pytest unit tests on the newest supported ansible-core (own venv in .build)
 	$(NEWEST)/bin/ansible --version | head -1
 	PATH=$(NEWEST)/bin:$$PATH $(NEWEST)/bin/python -m pytest -q tests/unit
