@@ -3,7 +3,7 @@
 # Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
 """Action plugin of sparkops.specdec.fleet_deploy: controller-side; the deployments' own runs contact the hosts.
 
-It cuts the inventory into deployments (module_utils/_fleet.py), runs each deployment's playbook
+It cuts the inventory into deployments (plugin_utils/_fleet.py), runs each deployment's playbook
 (two_sparks.yml for a pair, single_spark.yml for a single Spark) as its own ansible-playbook process,
 several at once, and reports which deployments serve and which do not. The documentation is in
 plugins/modules/fleet_deploy.py.
@@ -25,7 +25,7 @@ from ansible.errors import AnsibleError
 from ansible.parsing.splitter import parse_kv
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _fleet, _settings
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _fleet, _settings
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _files, _inventory, _reports
 
 _ARGS = frozenset(("hosts", "deployments", "parallel", "max_failures", "log_dir", "report_path", "ansible_playbook",

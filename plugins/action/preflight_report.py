@@ -4,7 +4,7 @@
 """Action plugin of sparkops.specdec.preflight_report: controller-side, no host is contacted.
 
 Turns the raw facts that playbooks/preflight.yml gathered on every node into one result per
-check and node (module_utils/_preflight.py decides), writes the JSON report (mode 0600) and
+check and node (plugin_utils/_preflight.py decides), writes the JSON report (mode 0600) and
 returns the summary and the verdict. The documentation is in plugins/modules/preflight_report.py.
 """
 
@@ -18,7 +18,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _files, _reports
-from ansible_collections.sparkops.specdec.plugins.module_utils import _preflight, _settings
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _preflight, _settings
 
 _ARGS = frozenset(("plan", "probes", "fabric", "hf_results", "container", "ssh_port", "hf_cache_dir", "host_key_dir",
                    "usable_memory_bytes", "memory_reserve_bytes", "disk_reserve_bytes", "report_path", "report_dir",

@@ -4,7 +4,7 @@
 """Action plugin of sparkops.specdec.specdec_bench_plan: controller-side, no host is contacted.
 
 Checks the benchmark's settings and returns the next round of its block-randomised schedule
-(module_utils/_tune.py plan_round) with a time estimate. The documentation is in
+(plugin_utils/_tune.py plan_round) with a time estimate. The documentation is in
 plugins/modules/specdec_bench_plan.py.
 """
 
@@ -16,7 +16,8 @@ import math
 from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _bench, _tune
+from ansible_collections.sparkops.specdec.plugins.module_utils import _bench
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _tune
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _bench_report
 
 _ARGS = frozenset(("mode", "points", "repeats", "seed", "probes", "objective", "concurrency", "prompt_sets", "runs",

@@ -16,7 +16,8 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _bench, _gate
+from ansible_collections.sparkops.specdec.plugins.module_utils import _bench
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _gate
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _bench_report, _reports
 
 _ARGS = frozenset(("runs", "output_dir", "engine", "objective", "candidates", "probes", "point_seconds", "gate",

@@ -5,7 +5,7 @@
 
 It gathers the deployment from the inventory (the settings every member node was given,
 over the roles' defaults), validates every setting and the deployment as a whole, and
-returns the plan built by module_utils/_plan.py. The documentation is in
+returns the plan built by plugin_utils/_plan.py. The documentation is in
 plugins/modules/specdec_plan.py.
 """
 
@@ -17,7 +17,8 @@ from ansible.errors import AnsibleError
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _inventory
-from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _fleet, _peer_copy, _plan, _settings
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _peer_copy
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _fleet, _plan, _settings
 
 _ARGS = frozenset(("topology", "commits", "downloads", "image", "state", "server_running", "probe", "allow_restart",
                    "mounts"))

@@ -5,7 +5,7 @@
 
 Fills one directory of the controller's wheel cache with ``pip download`` for a node's platform, once, safely when
 several runs need it at the same time (plugin_utils/_wheel_cache.py: a lock and a directory renamed into place). The
-argv is module_utils/_wheels.py's. The documentation is in plugins/modules/specdec_wheel_cache.py.
+argv is plugin_utils/_wheels.py's. The documentation is in plugins/modules/specdec_wheel_cache.py.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from ansible.errors import AnsibleActionFail, AnsibleError
 from ansible.module_utils.common.text.converters import to_text
 from ansible.plugins.action import ActionBase
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _wheels
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _wheels
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _wheel_cache
 
 _ARGS = frozenset(("path", "target", "requirement", "python", "timeout"))

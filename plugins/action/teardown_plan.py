@@ -4,7 +4,7 @@
 """Action plugin of sparkops.specdec.teardown_plan: controller-side, no host is contacted.
 
 Turns what playbooks/teardown.yml read on every node into the plan of each node (what is
-removed) and the confirmation message; module_utils/_teardown.py decides. The documentation is
+removed) and the confirmation message; plugin_utils/_teardown.py decides. The documentation is
 in plugins/modules/teardown_plan.py.
 """
 
@@ -18,7 +18,7 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
-from ansible_collections.sparkops.specdec.plugins.module_utils import _preflight, _teardown
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _preflight, _teardown
 
 _ARGS = frozenset(("probes", "confirm", "remove_models", "remove_netplan", "remove_state", "remove_mesh", "mesh",
                    "container", "netplan_file"))

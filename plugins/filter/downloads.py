@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: sparkops maintainers
 # Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
-"""PRIVATE filters of the specdec_server role (the logic is in module_utils/_hf_watch.py and _secrets.py).
+"""PRIVATE filters of the specdec_server role (the logic is in plugin_utils/_hf_watch.py and _secrets.py).
 
 - ``statuses | sparkops.specdec.hf_download_watch(progress, previous, deadline, stale_after, host)``: one round of
   the background download poll: which jobs still run, are done, failed, are dead (no result, or a progress file
@@ -16,7 +16,8 @@ import time
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _hf_watch, _secrets
+from ansible_collections.sparkops.specdec.plugins.module_utils import _secrets
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _hf_watch
 
 
 def hf_download_watch(statuses, progress=None, previous=None, deadline=86400, stale_after=600, host="", now=None):

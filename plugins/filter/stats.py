@@ -39,7 +39,7 @@ def _mapping(value, what):
     return value
 
 
-# exposure -> who can call the endpoint by its bind address (module_utils/_plan.py exposure()).
+# exposure -> who can call the endpoint by its bind address (plugin_utils/_plan.py exposure()).
 _WHO = {"loopback": "loopback", "address": "bind_address", "open": "every_interface",
         "open_unauthenticated": "every_interface"}
 

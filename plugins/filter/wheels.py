@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: sparkops maintainers
 # Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
-"""PRIVATE filters of the specdec_server role: the wheels a node gets (the logic is in module_utils/_wheels.py).
+"""PRIVATE filters of the specdec_server role: the wheels a node gets (the logic is in plugin_utils/_wheels.py).
 
 - ``ansible_facts | sparkops.specdec.node_wheel_target(libc, requirement)``: the node's wheel platform (architecture,
   Python, glibc, manylinux tags), the pinned version and a cache key, from the node's facts and
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _wheels
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _wheels
 
 
 def node_wheel_target(facts, libc, requirement):

@@ -399,3 +399,25 @@ def env_values(netdevs, roce_devices):
         'ompi_mca_btl_tcp_if_include': ifnames,
         'nccl_ib_hca': ','.join(roce_devices),
     }
+
+
+def ssh_targets(node, hosts, fabric):
+    """The peer addresses the SSH rows try from ``node``: every IPv4 address (no prefix) on the selected (Up)
+    interfaces of every other host's nccl_interface_info result, as [{'host', 'address'}] in host order."""
+    out = []
+    for host in hosts or []:
+        result = (fabric or {}).get(host) or {}
+        if host == node or not isinstance(result, dict) or result.get("failed") or result.get("skipped"):
+            continue
+        selected = result.get("selected_interfaces") or []
+        for iface in result.get("interfaces") or []:
+            if iface.get("netdev") not in selected:
+                continue
+            for cidr in iface.get("ipv4") or []:
+                try:
+                    address = str(ipaddress.ip_interface(cidr).ip)
+                except ValueError:
+                    continue
+                if {"host": host, "address": address} not in out:
+                    out.append({"host": host, "address": address})
+    return out

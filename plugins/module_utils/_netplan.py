@@ -424,3 +424,25 @@ def file_outcome(checkpoint):
     if checkpoint["file"].get("existed"):
         return "restored to its previous content"
     return "removed (there was none before)"
+
+
+def fabric_addresses(settings, index, count):
+    """The two fabric addresses (CIDR) of the node at ``index`` of ``count``, as netplan_qsfp derives them.
+
+    Returns ``(addresses, error)``. Explicit ``netplan_qsfp_addresses`` win over the scheme.
+    """
+    explicit = settings.get("netplan_qsfp_addresses") or []
+    if explicit:
+        return [str(a) for a in explicit], None
+    try:
+        if (settings.get("netplan_qsfp_scheme") or "per_link_subnets") == "per_link_subnets":
+            nets = [ipaddress.ip_network(str(n), strict=False) for n in settings.get("netplan_qsfp_link_subnets")
+                    or ["192.168.100.0/24", "192.168.101.0/24"]]
+            host = int(settings.get("netplan_qsfp_host_offset") or 10) + index
+            return ["%s/%d" % (net.network_address + host, net.prefixlen) for net in nets], None
+        net = ipaddress.ip_network(str(settings.get("netplan_qsfp_single_subnet") or "192.168.200.0/24"), strict=False)
+        first = int(settings.get("netplan_qsfp_single_host_offset") or 12)
+        return ["%s/%d" % (net.network_address + first + index, net.prefixlen),
+                "%s/%d" % (net.network_address + first + count + index, net.prefixlen)], None
+    except (ValueError, TypeError, IndexError) as exc:
+        return [], str(exc)

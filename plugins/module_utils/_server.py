@@ -6,7 +6,7 @@
 The on-node state of a deployment's server, in one place (the module's DOCUMENTATION and docs/architecture.md
 describe the same):
 
-- ``<state_dir>/deployments/<deployment>.json``: the state file (schema in module_utils/_plan.py, written on every
+- ``<state_dir>/deployments/<deployment>.json``: the state file (schema in plugin_utils/_plan.py, written on every
   member by the specdec_server role once a server serves); ``running`` names the launch spec that serves.
 - ``<state_dir>/server.sh``: the control script that runs INSIDE the engine container (``start|stop|status|recycle``),
   rendered from the launch spec by ``render_script`` (byte for byte what the role's former template server.sh.j2
@@ -42,6 +42,9 @@ RECORD_NAME = "autostart.json"
 API_KEY_NAME = "api-key"
 RECORD_SCHEMA = 1
 STATE_SCHEMA = 1
+# The engines and the speculative-decoding methods a state file and a tuned record may name.
+ENGINES = ("trtllm", "llamacpp")
+METHODS = ("eagle3", "draft_target", "none")
 # Container settings that ssh-spawned remote ranks would not inherit otherwise (forwarded by mpirun -x when set).
 FORWARDED = "CPATH TRITON_PTXAS_PATH NCCL_SOCKET_IFNAME UCX_NET_DEVICES NCCL_IB_HCA"
 
@@ -322,3 +325,37 @@ def wait_message(outcome, detail, timeout, container):
     if outcome == "timeout":
         return "/health did not answer 200 within specdec_server_health_timeout (%s s)." % timeout
     return "The health check could not run in %s: %s" % (container, detail)
+
+
+def is_int(value, minimum=None):
+    """True when ``value`` is an int (not a bool), or text of one, of at least ``minimum``."""
+    if isinstance(value, bool):
+        return False
+    try:
+        number = int(str(value))
+    except (TypeError, ValueError):
+        return False
+    return minimum is None or number >= minimum
+
+
+# The keys of a tuned record (the tuner's pick as the state file keeps it).
+TUNED_KEYS = ("engine", "target_model", "draft_model", "method", "max_draft_len")
+
+
+def check_tuned(tuned):
+    """Problems of a tuned record (the tuner's pick as the state file keeps it); [] when it is usable."""
+    if not isinstance(tuned, dict):
+        return ["tuned: must be a mapping with %s" % ", ".join(TUNED_KEYS)]
+    problems = ["tuned: %s is missing" % k for k in TUNED_KEYS if k not in tuned]
+    if problems:
+        return problems
+    if tuned["engine"] not in ENGINES:
+        problems.append("tuned.engine: %r is not an engine (%s)" % (tuned["engine"], ", ".join(ENGINES)))
+    if tuned["method"] not in METHODS:
+        problems.append("tuned.method: %r is not a method (%s)" % (tuned["method"], ", ".join(METHODS)))
+    elif tuned["method"] == "none":
+        if tuned["max_draft_len"] is not None:
+            problems.append("tuned.max_draft_len: must be null with method none")
+    elif not is_int(tuned["max_draft_len"], 1) or int(str(tuned["max_draft_len"])) > 32:
+        problems.append("tuned.max_draft_len: %r is not a draft length from 1 to 32" % (tuned["max_draft_len"],))
+    return problems

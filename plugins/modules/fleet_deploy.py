@@ -104,7 +104,7 @@ notes:
   - "Errors before any run, one line each: the inventory's deployment errors (see M(sparkops.specdec.specdec_plan)),
     a deployment with nodes outside O(hosts), an unknown id in O(deployments), no deployment in O(hosts), an option of
     the wrong type or out of range (a negative O(parallel) or O(max_failures), an empty O(log_dir); the rules of
-    C(fleet_*) in C(module_utils/_settings.py), the same lines an inventory value gets), and C(--ask-vault-pass),
+    C(fleet_*) in C(plugin_utils/_settings.py), the same lines an inventory value gets), and C(--ask-vault-pass),
     C(--ask-pass) or C(--ask-become-pass) (a run in the background cannot prompt; use C(--vault-password-file) or
     Vault-encrypted variables)."
   - A deployment whose run could not even start a play (a missing playbook, an inventory that does not parse) is

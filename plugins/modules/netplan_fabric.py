@@ -356,7 +356,6 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _netplan
-from ansible_collections.sparkops.specdec.plugins.module_utils._plan import fabric_addresses
 from ansible_collections.sparkops.specdec.plugins.module_utils._ssh_connection import ssh_connection
 
 
@@ -507,7 +506,7 @@ class Fabric(object):
             if self.p["node_index"] < 0 or self.p["node_count"] < 1 or self.p["node_index"] >= self.p["node_count"]:
                 raise _netplan.PlanError("node_index: %d is not an index of %d nodes (node_count)."
                                          % (self.p["node_index"], self.p["node_count"]))
-            addresses, error = fabric_addresses(settings, self.p["node_index"], self.p["node_count"])
+            addresses, error = _netplan.fabric_addresses(settings, self.p["node_index"], self.p["node_count"])
             if error:
                 raise _netplan.PlanError("scheme %s: cannot derive the addresses (%s); check link_subnets / single_subnet "
                                          "and the host offsets, or set addresses." % (self.p["scheme"], error))

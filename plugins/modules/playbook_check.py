@@ -15,7 +15,7 @@ description:
     play on C(all:localhost) (a play whose C(hosts) match nothing is skipped, so the check lives in one that runs).
   - The playbook variables (C(single_spark_host), C(preflight_topology), C(fleet_*), C(teardown_*), C(confirm),
     C(status_*), C(diagnose_*), C(preflight_*); declared once, with types and choices, in
-    C(module_utils/_settings.py) PLAYBOOK_SETTINGS) are checked like role options. A wrong type or an unknown choice
+    C(plugin_utils/_settings.py) PLAYBOOK_SETTINGS) are checked like role options. A wrong type or an unknown choice
     is one line; a name with a known prefix that is no variable of the collection, or a name close to a playbook
     variable (C(single_spark_hots), C(fleet_deployment)), is one line naming the known one. Other variables pass.
   - The host selection. When the playbook's own play would match no host in this run (the selector names no host of

@@ -12,7 +12,7 @@ short_description: Read one node's raw preflight facts (Docker, ports, clock, me
 version_added: 0.2.0
 description:
   - Read-only fact gathering of C(playbooks/preflight.yml), run on every node. It only reads and returns raw outputs;
-    M(sparkops.specdec.preflight_report) (module_utils C(_preflight.py)) judges them on the controller, compares the
+    M(sparkops.specdec.preflight_report) (plugin_utils C(_preflight.py)) judges them on the controller, compares the
     nodes and writes the report.
   - "Every command's result is returned as RV(facts.NAME) with C(rc), C(stdout) and C(stderr). A command missing on the
     node is reported with rc V(127) and C(NAME: command not found), never as a module failure."
@@ -197,7 +197,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.urls import ConnectionError as UrlsConnectionError, open_url
 
 from ansible_collections.sparkops.specdec.plugins.module_utils._container_change import kept_name
-from ansible_collections.sparkops.specdec.plugins.module_utils._preflight import ssh_targets
+from ansible_collections.sparkops.specdec.plugins.module_utils._nccl import ssh_targets
 
 PUBLIC_HUB = "https://huggingface.co"
 # The record of a pending container change in state_dir (sparkops.specdec.engine_container writes it).

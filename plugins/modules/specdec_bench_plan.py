@@ -16,7 +16,7 @@ description:
   - "O(mode=sweep): one round with every point of O(points), O(repeats) blocks, each block holding every point once
     in a seeded random order (C(random.Random(seed + round))), so slow drift of the machine (heat, other load) spreads
     over all points instead of biasing the last ones."
-  - "O(mode=tune): the tuner's cheaper search (C(module_utils/_tune.py) C(next_points)): round 0 measures the
+  - "O(mode=tune): the tuner's cheaper search (C(plugin_utils/_tune.py) C(next_points)): round 0 measures the
     baseline (V(none)) and the O(probes); round 1 measures the one draft length the probes predict best, if its
     prediction lies above the best measured point's spread; then it is done."
   - "The estimate: a server restart per change of point (O(restart_seconds) each) plus, per run, C(ceil(num_requests /

@@ -20,11 +20,11 @@ description:
     its position-0 drafted count) and acceptance by draft position (per-position accepted / drafts; the
     per-position counts are checked to sum to the accepted tokens).
   - Repeated runs of a point (draft length or V(none)) are summarised by median, min-max and IQR.
-  - With O(objective), picks the draft length or V(none) with the tuner of C(module_utils/_tune.py) (the noisy-tie
+  - With O(objective), picks the draft length or V(none) with the tuner of C(plugin_utils/_tune.py) (the noisy-tie
     rule prefers no speculation, then the shorter draft, when the best median lies within the cheaper point's
     min-max spread) and replays its cheaper search on these runs (cost ratio, and the distance of its pick from the
     best point compared with that point's spread).
-  - With O(gate), runs the correctness gate of C(module_utils/_gate.py).
+  - With O(gate), runs the correctness gate of C(plugin_utils/_gate.py).
   - "Writes to O(output_dir): C(report.json) (metadata, every run's figures, every run's raw load-generator result
     including the metrics texts, per-point statistics, the series behind each plot, tuner, search, gate),
     C(runs.csv), C(summary.csv), C(report.md) and, with O(plots), C(throughput_vs_draft.png) (output tok/s and

@@ -16,7 +16,7 @@ description:
     draft length (or no speculation) that C(playbooks/benchmark.yml) picked, so the next deploy serves it.
   - "Precedence when the plan resolves the draft length and the method: a value set in the inventory (or as an
     extra var) wins over the tuned value, which wins over the preset's. A tuned value is used only for the engine,
-    target model and draft model it was measured on (C(module_utils/_plan.py) C(apply_tuned))."
+    target model and draft model it was measured on (C(plugin_utils/_plan.py) C(apply_tuned))."
   - Only the C(tuned) key changes; the rest of the file is kept as it is. The server is not touched; the
     C(specdec_server) role restarts it, with consent, when the resolved launch spec differs from the running one.
   - The file is replaced atomically (C(AnsibleModule.atomic_move)) and keeps its mode and owner.
@@ -97,7 +97,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _plan
+from ansible_collections.sparkops.specdec.plugins.module_utils import _server
 
 
 def main():
@@ -113,7 +113,7 @@ def main():
     path = module.params["path"]
     tuned = module.params["tuned"] if module.params["state"] == "present" else None
     if tuned is not None:
-        problems = _plan.check_tuned(tuned)
+        problems = _server.check_tuned(tuned)
         if problems:
             module.fail_json(msg="specdec_tuned: %s; nothing was written." % "; ".join(problems))
         if tuned["max_draft_len"] is not None:
@@ -126,9 +126,9 @@ def main():
                              "or two_sparks.yml), then record the pick." % path)
     except (OSError, ValueError) as exc:
         module.fail_json(msg="specdec_tuned: cannot read the state file %s (%s); nothing was written." % (path, exc))
-    if not isinstance(state, dict) or state.get("schema_version") != _plan.SCHEMA_VERSION:
+    if not isinstance(state, dict) or state.get("schema_version") != _server.STATE_SCHEMA:
         module.fail_json(msg="specdec_tuned: %s is not a state file of schema version %s; deploy again with this "
-                             "collection to rewrite it." % (path, _plan.SCHEMA_VERSION))
+                             "collection to rewrite it." % (path, _server.STATE_SCHEMA))
     before = state.get("tuned")
     changed = before != tuned
     result = dict(changed=changed, tuned=tuned, previous=before)

@@ -9,7 +9,8 @@ import os
 
 from ansible.errors import AnsibleError
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _secrets, _settings
+from ansible_collections.sparkops.specdec.plugins.module_utils import _secrets
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _settings
 
 _ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 _SPECS = {}

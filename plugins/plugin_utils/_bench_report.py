@@ -17,7 +17,8 @@ import io
 import json
 import os
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _bench, _gate, _tune
+from ansible_collections.sparkops.specdec.plugins.module_utils import _bench
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _gate, _tune
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _files
 
 PLOTS = ("throughput_vs_draft", "spec_vs_baseline", "itl_distribution", "acceptance_by_position")

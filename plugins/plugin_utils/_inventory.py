@@ -3,7 +3,7 @@
 # Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
 """How the controller-side plugins read the inventory's deployments (private).
 
-The grouping itself is plain data in module_utils/_fleet.py; this module feeds it from Ansible's
+The grouping itself is plain data in plugin_utils/_fleet.py; this module feeds it from Ansible's
 hostvars, groups and the inventory's group variables.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _fleet
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _fleet
 
 FLEET_SETTINGS = ("specdec_deployment_id", "specdec_head_host")
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import difflib
 import re
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _settings
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _settings
 
 # Words the callers name the playbook's hosts by: the variable that chose them (or the group), and what to pass.
 _HOW = {

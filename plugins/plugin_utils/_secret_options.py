@@ -20,7 +20,7 @@ import re
 
 import yaml
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _settings
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _settings
 
 # The collection's root: plugins/plugin_utils/ -> plugins/ -> root.
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

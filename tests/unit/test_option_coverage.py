@@ -3,7 +3,7 @@
 
 Reads every roles/*/meta/argument_specs.yml option (as the preflight does, with
 _settings.load_specs) and the playbook settings table (_settings.PLAYBOOK_SETTINGS), and fails
-when one of them has no entry in NEGATIVE_CASES of tests/unit/plugins/module_utils/test_settings.py
+when one of them has no entry in NEGATIVE_CASES of tests/unit/plugins/plugin_utils/test_settings.py
 and is not in EXEMPT below. A new option therefore needs a negative case (or a reasoned
 exemption) in the same change. Also keeps the tables of _settings honest against the specs.
 """
@@ -14,8 +14,8 @@ import os
 
 import pytest
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _plan, _settings
-from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils.test_settings import NEGATIVE_CASES
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _plan, _settings
+from ansible_collections.sparkops.specdec.tests.unit.plugins.plugin_utils.test_settings import NEGATIVE_CASES
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
 SPECS = _settings.load_specs(ROOT)
@@ -39,7 +39,7 @@ def _tested():
 def test_every_option_has_a_negative_case():
     missing = sorted(set(OPTIONS) - _tested() - EXEMPT)
     assert not missing, (
-        'options without a negative case in tests/unit/plugins/module_utils/test_settings.py NEGATIVE_CASES '
+        'options without a negative case in tests/unit/plugins/plugin_utils/test_settings.py NEGATIVE_CASES '
         '(add one, or exempt the option with its reason here): %s' % ', '.join(missing))
 
 

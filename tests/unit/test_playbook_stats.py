@@ -101,7 +101,7 @@ LAUNCH = {
     "plan": {"deployment": "pair-a", "head": "spark-1", "endpoint": "http://10.0.0.1:8355/v1", "engine": "trtllm",
              "topology": "two_sparks", "method": "eagle3", "target_model": "nvidia/Qwen3-235B-A22B-FP4",
              "draft_model": "nvidia/Qwen3-235B-A22B-Eagle3", "max_draft_len": 3, "members": ["spark-1", "spark-2"],
-             # The access part of the plan (module_utils/_plan.py): the two-Spark default, every interface, no key.
+             # The access part of the plan (plugin_utils/_plan.py): the two-Spark default, every interface, no key.
              "host": "0.0.0.0", "port": 8355, "exposure": "open_unauthenticated", "allowed_networks": [],
              "api_key": None},
     "decision": {"action": "none", "reason": "the server runs with the planned launch spec"},

@@ -2,7 +2,7 @@
 host changes, one line per problem naming the setting and the fix. Each case runs a real playbook (in
 check mode, against a loopback-only inventory that is never contacted); it must fail inside
 "Preflight 1/2" with no later play started. The rules themselves are tested, one negative case per
-option, on the pure functions (tests/unit/plugins/module_utils/test_settings.py and test_plan.py);
+option, on the pure functions (tests/unit/plugins/plugin_utils/test_settings.py and test_plan.py);
 these few cases show the playbooks run them."""
 import json
 import os

@@ -182,7 +182,7 @@ def test_the_support_bundle_removes_every_no_log_option_with_no_code_change(tmp_
 def test_the_settings_check_never_shows_a_no_log_option_whatever_its_name(option, given, shown):
     # registry_auth does not look secret by its name; its spec says it is one (no_log), so its value, its default and
     # an example built from either are never in the check's line.
-    from ansible_collections.sparkops.specdec.plugins.module_utils import _settings
+    from ansible_collections.sparkops.specdec.plugins.plugin_utils import _settings
 
     specs = _settings.load_specs(str(ROOT))
     specs["specdec_server"]["specdec_server_registry_auth"] = dict(option, no_log=True)

@@ -7,7 +7,7 @@ import re
 
 import yaml
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _settings
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _settings
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -1168,13 +1168,13 @@ def _tool_server(tmp_path, name, spec=True, model_type="gpt_oss", faults=None):
 
 
 def _tool_request(model, **extra):
-    from ansible_collections.sparkops.specdec.plugins.module_utils import _toolcall
+    from ansible_collections.sparkops.specdec.plugins.plugin_utils import _toolcall
     return dict(_toolcall.request(model, 64), **extra)
 
 
 @needs_py
 def test_tool_call_on_gpt_oss_passes_the_smoke_verdict(tmp_path):
-    from ansible_collections.sparkops.specdec.plugins.module_utils import _toolcall
+    from ansible_collections.sparkops.specdec.plugins.plugin_utils import _toolcall
     srv = _tool_server(tmp_path, "harmony")
     try:
         status, _headers, raw = http_post(srv.port, "/v1/chat/completions", _tool_request(srv.model))
@@ -1225,7 +1225,7 @@ def test_tool_requests_are_validated(tmp_path, body, param):
 
 @needs_py
 def test_fault_16377_drops_tool_calls_only_with_speculation(tmp_path):
-    from ansible_collections.sparkops.specdec.plugins.module_utils import _toolcall
+    from ansible_collections.sparkops.specdec.plugins.plugin_utils import _toolcall
     for spec, symptom in ((True, "empty"), (False, None)):
         srv = _tool_server(tmp_path, "fault-%s" % spec, spec=spec, faults="drop_tool_calls_with_speculation")
         try:
@@ -1238,7 +1238,7 @@ def test_fault_16377_drops_tool_calls_only_with_speculation(tmp_path):
 
 @needs_py
 def test_other_targets_answer_tools_in_text_like_trtllm_without_a_tool_parser(tmp_path):
-    from ansible_collections.sparkops.specdec.plugins.module_utils import _toolcall
+    from ansible_collections.sparkops.specdec.plugins.plugin_utils import _toolcall
     srv = _tool_server(tmp_path, "llama", model_type="llama")
     try:
         _status, _headers, raw = http_post(srv.port, "/v1/chat/completions", _tool_request(srv.model))

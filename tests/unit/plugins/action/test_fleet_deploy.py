@@ -31,7 +31,7 @@ from ansible.vars.manager import VariableManager
 
 from ansible_collections.sparkops.specdec.plugins.action import fleet_deploy
 from ansible_collections.sparkops.specdec.plugins.filter import stats
-from ansible_collections.sparkops.specdec.plugins.module_utils import _fleet, _settings
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _fleet, _settings
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
 
 ROOT = pathlib.Path(__file__).resolve().parents[4]

@@ -15,8 +15,8 @@ import pytest
 from ansible.errors import AnsibleError
 
 from ansible_collections.sparkops.specdec.plugins.action import preflight_report, teardown_plan
-from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils import test_preflight as tp
-from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils import test_teardown as tt
+from ansible_collections.sparkops.specdec.tests.unit.plugins.plugin_utils import test_preflight as tp
+from ansible_collections.sparkops.specdec.tests.unit.plugins.plugin_utils import test_teardown as tt
 
 
 def make(cls, args, check_mode=False):

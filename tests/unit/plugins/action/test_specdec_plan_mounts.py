@@ -9,7 +9,7 @@ import os
 
 import yaml
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _plan
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _plan
 from ansible_collections.sparkops.specdec.tests.unit.plugins.action.test_specdec_plan_engine import COMMITS, LLAMA, LLAMA_IMAGE, run
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))

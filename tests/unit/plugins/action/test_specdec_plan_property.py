@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _settings
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _settings
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
 from ansible_collections.sparkops.specdec.tests.unit.plugins.action.test_specdec_plan_secrets import run
 

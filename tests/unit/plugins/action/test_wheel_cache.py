@@ -1,7 +1,7 @@
 """specdec_wheel_cache / plugin_utils/_wheel_cache: concurrent runs fill the controller's wheel cache once, completely.
 
 A stand-in for the controller's Python runs as ``<python> -m pip download ... --dest DIR`` (the real argv of
-module_utils/_wheels.py): it logs each run and writes its wheels slowly, in chunks, so that two downloads into one
+plugin_utils/_wheels.py): it logs each run and writes its wheels slowly, in chunks, so that two downloads into one
 directory (the race of playbooks/fleet.yml's concurrent runs) would overlap, and a reader could catch a half-written
 cache.
 """
@@ -22,7 +22,7 @@ import pytest
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.sparkops.specdec.plugins.action import specdec_wheel_cache
-from ansible_collections.sparkops.specdec.plugins.module_utils import _wheels
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _wheels
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _wheel_cache
 
 LAB = _wheels.wheel_target("x86_64", "3.11.2", "glibc 2.36")
@@ -64,7 +64,7 @@ def fake_python(tmp_path):
 
 DRIVER = textwrap.dedent("""\
     import sys
-    from ansible_collections.sparkops.specdec.plugins.module_utils import _wheels
+    from ansible_collections.sparkops.specdec.plugins.plugin_utils import _wheels
     from ansible_collections.sparkops.specdec.plugins.plugin_utils import _wheel_cache
     target = _wheels.wheel_target("x86_64", "3.11.2", "glibc 2.36")
     path, python, req = sys.argv[1:4]

@@ -9,7 +9,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkops.specdec.plugins.filter import check_mode
-from ansible_collections.sparkops.specdec.plugins.module_utils import _plan
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _plan
 
 
 def _dep(members=("spark-1",)):

@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _plan, _settings
-from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils import test_plan as tp
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _plan, _settings
+from ansible_collections.sparkops.specdec.tests.unit.plugins.plugin_utils import test_plan as tp
 
 KEY = "lab-api-key-0123456789abcdef"
 OTHER = "lab-api-key-fedcba9876543210"
@@ -124,7 +124,7 @@ def test_key_setting_is_secret():
 
 
 def tp_specs():
-    from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils import test_settings
+    from ansible_collections.sparkops.specdec.tests.unit.plugins.plugin_utils import test_settings
 
     return test_settings.SPECS
 
@@ -192,7 +192,7 @@ def test_exposure(host, key, expected):
 
 # ------------------------------------------------------------------ preflight: the endpoint open to every network
 def _exposure_rows(plan_result, hosts=("spark-1", "spark-2")):
-    from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils import test_preflight as tpf
+    from ansible_collections.sparkops.specdec.tests.unit.plugins.plugin_utils import test_preflight as tpf
 
     by_key, dummy = tpf.run(plan=plan_result, hosts=list(hosts),
                             probes={h: tpf.registered() for h in hosts})

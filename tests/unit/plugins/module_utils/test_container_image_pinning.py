@@ -2,7 +2,7 @@
 # Unit tests for "Same image everywhere" (issue 12, item 6): image references pinned by digest (validation, the archive
 # refusal, recognition by RepoDigests), the image facts engine_container publishes, and the refusal of a deployment
 # whose nodes hold different images under one name (module_utils/_container.py, filters of plugins/filter/node_setup.py,
-# the preflight's setting check in module_utils/_settings.py).
+# the preflight's setting check in plugin_utils/_settings.py).
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.sparkops.specdec.plugins.action import engine_container
 from ansible_collections.sparkops.specdec.plugins.filter import node_setup
 from ansible_collections.sparkops.specdec.plugins.module_utils import _container as c
-from ansible_collections.sparkops.specdec.plugins.module_utils import _settings
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _settings
 
 REPO = "nvcr.io/nvidia/tensorrt-llm/release"
 HEX = "0123456789abcdef" * 4

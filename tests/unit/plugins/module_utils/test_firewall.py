@@ -235,7 +235,7 @@ def test_teardown_without_ufw_or_rules_changes_nothing():
 # ------------------------------------------------------------------ plan and preflight: the endpoint behind our firewall
 def test_plan_and_preflight_know_the_allowed_networks():
     from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils import test_access as ta
-    from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils import test_plan as tp
+    from ansible_collections.sparkops.specdec.tests.unit.plugins.plugin_utils import test_plan as tp
 
     out = tp.build({"specdec_server_allowed_networks": ["10.20.0.0/16", "192.168.250.128/32"]})
     assert out["plan"]["allowed_networks"] == ["10.20.0.0/16", "192.168.250.128/32"]
@@ -252,7 +252,7 @@ def test_plan_and_preflight_know_the_allowed_networks():
 def test_preflight_counts_an_allow_list_that_admits_everyone_as_open(networks):
     # Issue 25 item 2: before, "admits only 0.0.0.0/0 to port 8355" passed as a restriction.
     from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils import test_access as ta
-    from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils import test_plan as tp
+    from ansible_collections.sparkops.specdec.tests.unit.plugins.plugin_utils import test_plan as tp
 
     out = tp.build({"specdec_server_allowed_networks": networks})
     rows = ta._exposure_rows({"deployment": {"image": "x", "topology": "two_sparks", "head": "spark-1"},

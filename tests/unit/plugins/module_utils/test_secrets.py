@@ -13,10 +13,11 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _secrets, _settings
+from ansible_collections.sparkops.specdec.plugins.module_utils import _secrets
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _settings
 from ansible_collections.sparkops.specdec.plugins.filter.downloads import hf_token_env
 
-from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils.test_settings import COLLECTION_ROOT
+from ansible_collections.sparkops.specdec.tests.unit.plugins.plugin_utils.test_settings import COLLECTION_ROOT
 
 CANARY = 'hf_CanaryQ7xZ0pLmN3vB8sK2dF5gH1jW4tY6uR9e'
 CANARY_NL = CANARY + '\n'

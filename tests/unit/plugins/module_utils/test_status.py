@@ -525,7 +525,7 @@ TORN_AT = "2026-11-24T08:00:00+00:00"
 
 def torn(st, when=TORN_AT):
     """The state file as teardown.yml leaves it (module_utils/_teardown.torn_down_state)."""
-    from ansible_collections.sparkops.specdec.plugins.module_utils import _teardown
+    from ansible_collections.sparkops.specdec.plugins.plugin_utils import _teardown
     return _teardown.torn_down_state(st, when)
 
 

@@ -16,7 +16,7 @@ from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.sparkops.specdec.plugins.modules import preflight_facts
-from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils import test_preflight as tp
+from ansible_collections.sparkops.specdec.tests.unit.plugins.plugin_utils import test_preflight as tp
 
 
 class Exit(Exception):

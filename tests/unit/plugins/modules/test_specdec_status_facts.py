@@ -251,7 +251,7 @@ def test_pending_container_change_is_read_from_the_record_and_the_kept_container
 
 
 def test_torn_down_record_is_read_but_not_probed(node, server, tmp_path):
-    from ansible_collections.sparkops.specdec.plugins.module_utils import _teardown
+    from ansible_collections.sparkops.specdec.plugins.plugin_utils import _teardown
 
     state_dir = tmp_path / "state"
     # Another server answers on the torn-down deployment's old port: it must not be taken for it.

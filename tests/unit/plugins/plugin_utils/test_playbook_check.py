@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _settings
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _settings
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _playbook_check
 
 SPECS = _action.specs()

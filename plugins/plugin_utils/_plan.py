@@ -32,7 +32,9 @@ import json
 import re
 from collections.abc import Mapping
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _server, _toolcall
+from ansible_collections.sparkops.specdec.plugins.module_utils import _server
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _toolcall
+from ansible_collections.sparkops.specdec.plugins.module_utils._netplan import fabric_addresses
 
 try:  # ansible-core requires packaging; the fallback keeps this module importable alone.
     from packaging.version import InvalidVersion, Version
@@ -42,8 +44,10 @@ except ImportError:  # pragma: no cover
 
 # The state file's schema, owned by the node side (module_utils/_server.py).
 SCHEMA_VERSION = _server.STATE_SCHEMA
-ENGINES = ("trtllm", "llamacpp")
-METHODS = ("eagle3", "draft_target", "none")
+ENGINES = _server.ENGINES
+METHODS = _server.METHODS
+TUNED_KEYS = _server.TUNED_KEYS
+check_tuned = _server.check_tuned
 # The methods each engine serves (llama-server speculates with a standalone draft model only).
 ENGINE_METHODS = {"trtllm": METHODS, "llamacpp": ("draft_target", "none")}
 TOPOLOGIES = ("two_sparks", "single_spark")
@@ -292,14 +296,7 @@ def _set_path(data, path, value):
     cur[path[-1]] = value
 
 
-def _is_int(value, minimum=None):
-    if isinstance(value, bool):
-        return False
-    try:
-        number = int(str(value))
-    except (TypeError, ValueError):
-        return False
-    return minimum is None or number >= minimum
+_is_int = _server.is_int
 
 
 def draft_local_dir(draft_model):
@@ -712,28 +709,6 @@ def _argv_llamacpp(dep, r, paths, errors):
     return argv + extra
 
 
-TUNED_KEYS = ("engine", "target_model", "draft_model", "method", "max_draft_len")
-
-
-def check_tuned(tuned):
-    """Problems of a tuned record (the tuner's pick as the state file keeps it); [] when it is usable."""
-    if not isinstance(tuned, dict):
-        return ["tuned: must be a mapping with %s" % ", ".join(TUNED_KEYS)]
-    problems = ["tuned: %s is missing" % k for k in TUNED_KEYS if k not in tuned]
-    if problems:
-        return problems
-    if tuned["engine"] not in ENGINES:
-        problems.append("tuned.engine: %r is not an engine (%s)" % (tuned["engine"], ", ".join(ENGINES)))
-    if tuned["method"] not in METHODS:
-        problems.append("tuned.method: %r is not a method (%s)" % (tuned["method"], ", ".join(METHODS)))
-    elif tuned["method"] == "none":
-        if tuned["max_draft_len"] is not None:
-            problems.append("tuned.max_draft_len: must be null with method none")
-    elif not _is_int(tuned["max_draft_len"], 1) or int(str(tuned["max_draft_len"])) > 32:
-        problems.append("tuned.max_draft_len: %r is not a draft length from 1 to 32" % (tuned["max_draft_len"],))
-    return problems
-
-
 def apply_tuned(settings, r, tuned):
     """Apply the tuner's recorded pick (the state file's ``tuned``) to the resolved preset ``r``, in place.
 
@@ -1000,7 +975,7 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
         "argv": argv,
         "rank_env": env,
         "tiktoken": tiktoken,
-        # Whether the start is followed by the tool-call smoke test, and why (module_utils/_toolcall.py).
+        # Whether the start is followed by the tool-call smoke test, and why (plugin_utils/_toolcall.py).
         "tool_smoke": dict(zip(("run", "why"), _toolcall.wanted(s.get("specdec_server_tool_smoke_test", "auto"), tiktoken))),
         "sources": {"method": sources["method"], "max_draft_len": sources["max_draft_len"]},
         "tuned": {"record": tuned or None, "applied": sources["applied"], "why": sources["why"]},
@@ -1092,28 +1067,6 @@ def desired_of(plan):
 
 
 # ---------------------------------------------------------------------------- fabric
-def fabric_addresses(settings, index, count):
-    """The two fabric addresses (CIDR) of the node at ``index`` of ``count``, as netplan_qsfp derives them.
-
-    Returns ``(addresses, error)``. Explicit ``netplan_qsfp_addresses`` win over the scheme.
-    """
-    import ipaddress
-
-    explicit = settings.get("netplan_qsfp_addresses") or []
-    if explicit:
-        return [str(a) for a in explicit], None
-    try:
-        if (settings.get("netplan_qsfp_scheme") or "per_link_subnets") == "per_link_subnets":
-            nets = [ipaddress.ip_network(str(n), strict=False) for n in settings.get("netplan_qsfp_link_subnets")
-                    or ["192.168.100.0/24", "192.168.101.0/24"]]
-            host = int(settings.get("netplan_qsfp_host_offset") or 10) + index
-            return ["%s/%d" % (net.network_address + host, net.prefixlen) for net in nets], None
-        net = ipaddress.ip_network(str(settings.get("netplan_qsfp_single_subnet") or "192.168.200.0/24"), strict=False)
-        first = int(settings.get("netplan_qsfp_single_host_offset") or 12)
-        return ["%s/%d" % (net.network_address + first + index, net.prefixlen),
-                "%s/%d" % (net.network_address + first + count + index, net.prefixlen)], None
-    except (ValueError, TypeError, IndexError) as exc:
-        return [], str(exc)
 
 
 def check_fabric(members, settings_of, management):

@@ -1,12 +1,12 @@
 # -*- coding: utf-8 -*-
-"""The tuned value (module_utils/_plan.py check_tuned, apply_tuned, new_state) and its precedence: an inventory
+"""The tuned value (plugin_utils/_plan.py check_tuned, apply_tuned, new_state) and its precedence: an inventory
 setting > the tuned value > the preset; only for the engine, target and draft it was measured on."""
 
 from __future__ import annotations
 
 import copy
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _plan
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _plan
 
 TARGET = "sparkops-lab/Qwen2.5-Coder-1.5B-Instruct-GGUF"
 DRAFT = "sparkops-lab/Qwen2.5-Coder-0.5B-Instruct-GGUF"

@@ -1,11 +1,11 @@
 # -*- coding: utf-8 -*-
-"""module_utils/_gate.py: greedy outputs with and without speculation, prompt by prompt."""
+"""plugin_utils/_gate.py: greedy outputs with and without speculation, prompt by prompt."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _gate
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _gate
 
 LONG = ' '.join('word%d' % i for i in range(100))
 

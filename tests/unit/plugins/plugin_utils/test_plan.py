@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Unit tests for the PRIVATE module_util sparkops.specdec.plugins.module_utils._plan:
+# Unit tests for the PRIVATE module_util sparkops.specdec.plugins.plugin_utils._plan:
 # deployments, presets, key spelling per TensorRT-LLM version, the merge of the user's
 # options, the launch spec, the restart decision and the state file.
 
@@ -10,7 +10,7 @@ import copy
 import pytest
 import yaml
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _plan
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _plan
 
 COMMITS = {
     "nvidia/Qwen3-235B-A22B-FP4": "a" * 40,
@@ -277,7 +277,7 @@ def test_regression_previous_server_comes_from_the_state_file():
 
 def test_deploy_after_teardown_starts_fresh_and_keeps_the_tuned_pick():
     """teardown.yml marks the state file (running null, previous the launch that ran, torn_down_at)."""
-    from ansible_collections.sparkops.specdec.plugins.module_utils import _teardown
+    from ansible_collections.sparkops.specdec.plugins.plugin_utils import _teardown
 
     plan = ok()
     ran = dict(_state_for(plan, "t1"), tuned={"method": "eagle3", "max_draft_len": 2})

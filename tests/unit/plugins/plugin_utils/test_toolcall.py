@@ -1,4 +1,4 @@
-"""The tool-call smoke test's verdict (module_utils/_toolcall.py) on answers shaped like trtllm-serve's."""
+"""The tool-call smoke test's verdict (plugin_utils/_toolcall.py) on answers shaped like trtllm-serve's."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _toolcall
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _toolcall
 
 
 def answer(tool_calls=None, content=None, reasoning=None, finish="tool_calls"):

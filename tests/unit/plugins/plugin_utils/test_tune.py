@@ -1,12 +1,13 @@
 # -*- coding: utf-8 -*-
-"""module_utils/_tune.py on synthetic sweeps: speculation loses -> none, a clear win, a noisy tie,
+"""plugin_utils/_tune.py on synthetic sweeps: speculation loses -> none, a clear win, a noisy tie,
 latency bounds, and the cheaper-than-a-full-sweep search (cost ratio and distance from the best)."""
 
 from __future__ import annotations
 
 import pytest
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _bench, _tune
+from ansible_collections.sparkops.specdec.plugins.module_utils import _bench
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _tune
 
 
 def sweep(points, concurrency=1, acceptance=None, ttft=0.2, itl=0.05):

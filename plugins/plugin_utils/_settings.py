@@ -38,7 +38,8 @@ import math
 import os
 import re
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _firewall, _fleet
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _firewall
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _fleet
 
 COLLECTION = 'sparkops.specdec'
 
@@ -834,13 +835,13 @@ def _trtllm_version(value, shown):
 
 
 def _deployment_id(value, shown):
-    # Normally found first, with the host (_HOST_NAMED): the same rule, module_utils/_fleet.py's.
+    # Normally found first, with the host (_HOST_NAMED): the same rule, plugin_utils/_fleet.py's.
     line = _fleet.id_problem(None, value)
     return [line.split(': ', 1)[1]] if line else []
 
 
 def _deployment_id_on(host, value):
-    """specdec_deployment_id's line as the fleet grouping gives it (module_utils/_fleet.py), for a scalar: YAML's
+    """specdec_deployment_id's line as the fleet grouping gives it (plugin_utils/_fleet.py), for a scalar: YAML's
     implicit types named ("quote it"), a string that is not a plain file name; other types take the type check."""
     if isinstance(value, (str, int, float, datetime.date)):
         return _fleet.id_problem(host, value)
@@ -1114,7 +1115,7 @@ BOUNDS = {
     'specdec_server_completion_probe_interval': _int_range(60, 86400, 'seconds between completion probes; at least '
                                                                       '60, the default is 300'),
     'specdec_server_smoke_max_tokens': _int_range(1),
-    # The tool-call smoke test (module_utils/_toolcall.py): auto = gpt-oss targets only.
+    # The tool-call smoke test (plugin_utils/_toolcall.py): auto = gpt-oss targets only.
     'specdec_server_tool_smoke_test': _one_of('auto', 'always', 'never'),
     'specdec_server_tool_smoke_max_tokens': _int_range(1),
 
@@ -1541,7 +1542,7 @@ del _name
 
 # ---------------------------------------------------------------------------------------------
 # Who may call the endpoint (issue 12, item 7): the API key's shape. Which engine takes it is the
-# plan's check (module_utils/_plan.py, _check_access).
+# plan's check (plugin_utils/_plan.py, _check_access).
 # ---------------------------------------------------------------------------------------------
 
 API_KEY_MIN_LENGTH = 16

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Unit tests for the download poll's verdict (module_utils/_hf_watch.py, filter
+# Unit tests for the download poll's verdict (plugin_utils/_hf_watch.py, filter
 # sparkops.specdec.hf_download_watch): running, done, failed, dead (no result / progress file that
 # stopped changing) and past the deadline, from results shaped as async_status and slurp return them.
 
@@ -11,7 +11,7 @@ import json
 import pytest
 
 from ansible_collections.sparkops.specdec.plugins.filter.downloads import hf_download_watch
-from ansible_collections.sparkops.specdec.plugins.module_utils import _hf_watch
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _hf_watch
 
 REPO = 'openai/gpt-oss-120b'
 DRAFT = 'nvidia/gpt-oss-120b-Eagle3-long-context'

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Unit tests for plugins/module_utils/_wheels.py and the filters of plugins/filter/wheels.py: an aarch64 node (DGX
+# Unit tests for plugins/plugin_utils/_wheels.py and the filters of plugins/filter/wheels.py: an aarch64 node (DGX
 # Spark) gets aarch64 wheels, an x86_64 node (the lab) x86_64 ones, pure-Python wheels both; the controller's real
 # pip, run with the argv the role runs, picks the node's wheels from a local directory of fake wheels (--no-index:
 # nothing leaves this machine).
@@ -18,7 +18,7 @@ import pytest
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.sparkops.specdec.plugins.filter import wheels as wheel_filters
-from ansible_collections.sparkops.specdec.plugins.module_utils import _wheels
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _wheels
 
 SPARK = _wheels.wheel_target("aarch64", "3.12.3", "glibc 2.39")   # DGX OS (Ubuntu 24.04)
 LAB = _wheels.wheel_target("x86_64", "3.11.2", "glibc 2.36")      # the lab's Debian 12 nodes

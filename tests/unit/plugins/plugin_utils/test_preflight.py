@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Unit tests for the PRIVATE module_util sparkops.specdec.plugins.module_utils._preflight: the tier-2
+# Unit tests for the PRIVATE module_util sparkops.specdec.plugins.plugin_utils._preflight: the tier-2
 # preflight checks (parsing of the node probe, every check's pass/fail/warn/skip and message, the
 # cross-node comparisons, the budgets, the summary and the verdict). The messages asserted here are
 # the ones molecule/preflight_faults asserts on the lab, plus the cases the lab cannot show.
@@ -12,7 +12,8 @@ import json
 
 import pytest
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _preflight
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _preflight
+from ansible_collections.sparkops.specdec.plugins.module_utils import _nccl
 
 GIB = 1024 ** 3
 HOSTS = ["spark-1", "spark-2"]
@@ -590,11 +591,11 @@ def test_ssh_without_peer_addresses_skips_and_missing_fact_fails():
 def test_ssh_targets_are_the_peers_up_addresses():
     fabrics = {"spark-1": fabric(ips=("192.168.100.10/24",)), "spark-2": fabric(ips=("192.168.100.11/24",)),
                "spark-3": {"skipped": True}, "spark-4": fabric(failed=True)}
-    assert _preflight.ssh_targets("spark-1", ["spark-1", "spark-2", "spark-3", "spark-4"], fabrics) == [
+    assert _nccl.ssh_targets("spark-1", ["spark-1", "spark-2", "spark-3", "spark-4"], fabrics) == [
         {"host": "spark-2", "address": "192.168.100.11"}, {"host": "spark-2", "address": "192.168.101.11"}]
     moved = fabric(port=0, ips=("192.168.100.11/24",))
     moved["interfaces"] = [dict(i, ipv4=[]) for i in moved["interfaces"]]
-    assert _preflight.ssh_targets("spark-1", ["spark-1", "spark-2"], {"spark-2": moved}) == []
+    assert _nccl.ssh_targets("spark-1", ["spark-1", "spark-2"], {"spark-2": moved}) == []
 
 
 def _err(etype, text, errno_=None, verify=None):

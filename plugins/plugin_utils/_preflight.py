@@ -30,7 +30,8 @@ import ipaddress
 import json
 import re
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _container_change, _firewall, _nccl, _settings
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _container_change, _firewall, _nccl
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _settings
 
 STATUSES = ("pass", "warn", "fail", "skip")
 
@@ -280,28 +281,6 @@ def fabric_addresses(fabric):
                 out.append(str(ipaddress.ip_interface(cidr).ip))
             except ValueError:
                 continue
-    return out
-
-
-def ssh_targets(node, hosts, fabric):
-    """The peer addresses the SSH rows try from ``node``: every IPv4 address (no prefix) on the selected (Up)
-    interfaces of every other host's nccl_interface_info result, as [{'host', 'address'}] in host order."""
-    out = []
-    for host in hosts or []:
-        result = (fabric or {}).get(host) or {}
-        if host == node or not isinstance(result, dict) or result.get("failed") or result.get("skipped"):
-            continue
-        selected = result.get("selected_interfaces") or []
-        for iface in result.get("interfaces") or []:
-            if iface.get("netdev") not in selected:
-                continue
-            for cidr in iface.get("ipv4") or []:
-                try:
-                    address = str(ipaddress.ip_interface(cidr).ip)
-                except ValueError:
-                    continue
-                if {"host": host, "address": address} not in out:
-                    out.append({"host": host, "address": address})
     return out
 
 

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-"""module_utils/_fleet.py: how an inventory is cut into deployments, and the --limit check."""
+"""plugin_utils/_fleet.py: how an inventory is cut into deployments, and the --limit check."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _fleet
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _fleet
 
 
 def fleet(host_vars, groups, group_vars=None, hosts=None):

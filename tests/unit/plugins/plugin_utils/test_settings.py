@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Unit tests for the PRIVATE module_util sparkops.specdec.plugins.module_utils._settings: the
+# Unit tests for the PRIVATE module_util sparkops.specdec.plugins.plugin_utils._settings: the
 # inventory checks of the preflight (names, types, bounds, fabric subnets), one line per problem.
 # Pure: no network, no subprocess. tests/unit/test_option_coverage.py checks that NEGATIVE_CASES
 # has a case for every option of the roles' argument specs.
@@ -12,7 +12,7 @@ import os
 import pytest
 import yaml
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _settings
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _settings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COLLECTION_ROOT = os.path.abspath(os.path.join(HERE, '..', '..', '..', '..'))

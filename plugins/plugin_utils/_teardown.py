@@ -40,8 +40,9 @@ import copy
 import ipaddress
 import json
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _container_change, _nccl, _plan
-from ansible_collections.sparkops.specdec.plugins.module_utils._preflight import inspect_first, one_line
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container_change, _nccl
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _plan
+from ansible_collections.sparkops.specdec.plugins.plugin_utils._preflight import inspect_first, one_line
 
 # netplan_qsfp writes this mark in the files it owns (same text as in _netplan).
 NETPLAN_MARK = "Managed by sparkops.specdec"

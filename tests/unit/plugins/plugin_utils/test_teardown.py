@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Unit tests for the PRIVATE module_util sparkops.specdec.plugins.module_utils._teardown: what teardown.yml
+# Unit tests for the PRIVATE module_util sparkops.specdec.plugins.plugin_utils._teardown: what teardown.yml
 # removes per node (container always; models and our netplan file with its present fabric addresses only on
 # request; never the management address) and the confirmation message.
 
@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _preflight, _teardown
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _preflight, _teardown
 
 CACHE = "/home/spark/.cache/huggingface"
 NETPLAN = "/etc/netplan/40-cx7.yaml"
