@@ -14,7 +14,7 @@ PLAYBOOK := $(BIN)/ansible-playbook
 LAB_INV := inventories/lab/hosts.yml
 MOLECULE_TEST := MOLECULE=$(BIN)/molecule bash tests/ci/molecule-test.sh
 
-.PHONY: help deps venv link host-deps lab-up lab-engine lab-down lab-fleet-up lab-fleet-down demo ee test changelog-lint lint docs docs-check sanity units molecule integration bench bench-converge bench-fleet bench-tune bench-sweep preflight clean
+.PHONY: help deps venv link docs-lint host-deps lab-up lab-engine lab-down lab-fleet-up lab-fleet-down demo ee test changelog-lint lint docs docs-check sanity units molecule integration bench bench-converge bench-fleet bench-tune bench-sweep preflight clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -105,8 +105,11 @@ units-newest: link $(NEWEST)/bin/ansible-playbook  ## pytest unit tests on the n
 	$(NEWEST)/bin/ansible --version | head -1
 	PATH=$(NEWEST)/bin:$$PATH $(NEWEST)/bin/python -m pytest -q tests/unit
 
-lint: deps docs-check  ## generated files up to date (docs-check), then ansible-lint, production profile
+lint: deps docs-check docs-lint  ## generated files up to date (docs-check), the collection docs lint (docs-lint), then ansible-lint, production profile
 	$(BIN)/ansible-lint
+
+docs-lint: deps  ## antsibull-docs lint-collection-docs --plugin-docs: every plugin's and role's docs as the Ansible docs site reads them
+	cd $(LINK) && ANSIBLE_COLLECTIONS_PATH=$(COLL) $(BIN)/antsibull-docs lint-collection-docs --plugin-docs .
 
 docs: venv  ## generate the roles' defaults/main/options.yml, README option tables and docs/settings.md from meta/argument_specs.yml
 	$(BIN)/python hacking/gen_docs.py

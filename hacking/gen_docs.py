@@ -116,6 +116,9 @@ def _markup(text):
             rendered = '**%s**' % inner
         elif kind == 'U':
             rendered = inner
+        elif kind == 'O' and '#' in inner:
+            # O(fqcn#role:entrypoint:option), another role's option: its name (markup of the Ansible docs).
+            rendered = '`%s`' % inner.rsplit(':', 1)[-1].split('=', 1)[0]
         elif kind == 'L':
             label, url = inner.rsplit(',', 1) if ',' in inner else (inner, inner)
             rendered = '[%s](%s)' % (label.strip(), url.strip())

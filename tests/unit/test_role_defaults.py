@@ -113,3 +113,9 @@ def test_ansible_loads_the_generated_defaults():
         assert got == expected, role
         for name, value in expected.items():
             assert type(got[name]) is type(value), (role, name)
+
+
+def test_markup_of_another_roles_option_renders_its_name():
+    """O(fqcn#role:entrypoint:option) (antsibull-docs' reference to another role's option) renders as the option."""
+    text = "sshd on O(sparkops.specdec.specdec_common#role:main:specdec_container_ssh_port) and O(own_option)"
+    assert gen_docs._markup(text) == "sshd on `specdec_container_ssh_port` and `own_option`"
