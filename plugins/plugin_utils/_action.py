@@ -11,6 +11,11 @@ from ansible.errors import AnsibleError
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _secrets, _settings
 
+try:  # ansible-core 2.19+
+    from ansible.executor.module_common import _apply_action_arg_defaults
+except ImportError:  # pragma: no cover
+    _apply_action_arg_defaults = None
+
 _ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
 _SPECS = {}
 
@@ -23,6 +28,25 @@ def task_args(action, allowed):
         raise AnsibleError("%s: unknown option(s) %s; known: %s"
                            % (action._task.action, ", ".join(unknown), ", ".join(sorted(allowed))))
     return args
+
+
+def run_module(action, name, args, task_vars, check_mode=None, diff=None):
+    """Run the module ``name`` on the action's host, with its task's connection and module_defaults for that module.
+
+    check_mode / diff: the mode the module runs in (None: the task's own); the task's modes are restored afterwards,
+    whatever the module did. Returns the module's result.
+    """
+    if _apply_action_arg_defaults is not None:
+        args = _apply_action_arg_defaults(name, action._task, dict(args), action._templar)
+    saved = (action._task.check_mode, action._task.diff)
+    try:
+        if check_mode is not None:
+            action._task.check_mode = check_mode
+        if diff is not None:
+            action._task.diff = diff
+        return action._execute_module(module_name=name, module_args=args, task_vars=task_vars)
+    finally:
+        action._task.check_mode, action._task.diff = saved
 
 
 def specs():
