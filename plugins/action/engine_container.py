@@ -24,11 +24,7 @@ from ansible.plugins.action import ActionBase
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _container
 from ansible_collections.sparkops.specdec.plugins.module_utils import _container_change as _change
-
-try:  # ansible-core 2.19+
-    from ansible.executor.module_common import _apply_action_arg_defaults
-except ImportError:  # pragma: no cover
-    _apply_action_arg_defaults = None
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
 
 DOCKER_CONTAINER = "community.docker.docker_container"
 DOCKER_EXEC = "community.docker.docker_container_exec"
@@ -63,20 +59,6 @@ class ActionModule(ActionBase):
     _supports_async = False
     _supports_check_mode = True
 
-    def _module(self, name, args, task_vars, check_mode=None, diff=None):
-        """Run a module on the node with this task's connection and module_defaults, in the given check/diff mode."""
-        if _apply_action_arg_defaults is not None:
-            args = _apply_action_arg_defaults(name, self._task, dict(args), self._templar)
-        saved = (self._task.check_mode, self._task.diff)
-        try:
-            if check_mode is not None:
-                self._task.check_mode = check_mode
-            if diff is not None:
-                self._task.diff = diff
-            return self._execute_module(module_name=name, module_args=args, task_vars=task_vars)
-        finally:
-            self._task.check_mode, self._task.diff = saved
-
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
@@ -94,7 +76,7 @@ class ActionModule(ActionBase):
         want_diff = bool(self._task.diff)
         try:
             # What docker_container would do, with the differences named (diff on), changing nothing.
-            plan = self._module(DOCKER_CONTAINER, spec, task_vars, check_mode=True, diff=True)
+            plan = _action.run_module(self, DOCKER_CONTAINER, spec, task_vars, check_mode=True, diff=True)
             if plan.get("failed"):
                 return self._failed(result, plan, "docker_container (check mode)")
             # A change left pending by an earlier run: its record must name the containers as they are.
@@ -109,8 +91,8 @@ class ActionModule(ActionBase):
                     return result
                 if plan.get("changed"):
                     # Does the kept container already have the requested settings (the user backs out)?
-                    kept_plan = self._module(DOCKER_CONTAINER, dict(spec, name=record["kept_name"], state="present"),
-                                             task_vars, check_mode=True, diff=False)
+                    kept_plan = _action.run_module(self, DOCKER_CONTAINER, dict(spec, name=record["kept_name"], state="present"),
+                                                   task_vars, check_mode=True, diff=False)
                     kept_matches = not kept_plan.get("failed") and not kept_plan.get("changed")
             refusal = _container.recreate_refusal(plan, args["allow_recreate"], name)
             if refusal:
@@ -140,7 +122,7 @@ class ActionModule(ActionBase):
                     result.update(failed=True, changed=bool(kept.get("changed")), msg=kept["msg"])
                     return result
                 record = kept.get("record", record)
-                run = self._module(DOCKER_CONTAINER, spec, task_vars, check_mode=False)
+                run = _action.run_module(self, DOCKER_CONTAINER, spec, task_vars, check_mode=False)
                 if run.get("failed"):
                     if decision.get("action") == "keep":
                         # The new container could not be created: the kept one serves again at once.
@@ -159,8 +141,8 @@ class ActionModule(ActionBase):
                 # sshd listens on the fabric addresses only; the container sees ssh_mesh's current mesh files through
                 # its read-only mount (nothing to refresh in a kept container).
                 host = _container.sshd_wait_address(spec)
-                waited = self._module(WAIT_FOR, {"host": host, "port": port, "timeout": args["start_timeout"]},
-                                      task_vars, check_mode=False)
+                waited = _action.run_module(self, WAIT_FOR, {"host": host, "port": port, "timeout": args["start_timeout"]},
+                                            task_vars, check_mode=False)
                 if waited.get("failed"):
                     result.update(failed=True, msg="The sshd of container %s does not listen on %s:%s after %s s: %s "
                                   "(docker logs %s shows which fabric address it waits for)."
@@ -172,8 +154,8 @@ class ActionModule(ActionBase):
             # llama.cpp images have no TensorRT-LLM version to read (nor, often, python3).
             if (args["engine"] == "trtllm" and _container.needs_package_version(image, args["trtllm_version"])
                     and (not check or result["container"])):
-                read = self._module(DOCKER_EXEC, {"container": name, "argv": ["python3", "-c", PACKAGE_VERSION]},
-                                    task_vars, check_mode=False)
+                read = _action.run_module(self, DOCKER_EXEC, {"container": name, "argv": ["python3", "-c", PACKAGE_VERSION]},
+                                          task_vars, check_mode=False)
                 if not read.get("failed") and read.get("rc", 1) == 0:
                     version = read.get("stdout") or ""
             info = _container.image_info(spec["image"], image, version, args["reference"], result["container"])
@@ -186,7 +168,7 @@ class ActionModule(ActionBase):
 
     # ----------------------------------------------------------------- the kept previous container
     def _read_record(self, path, task_vars):
-        read = self._module(SLURP, {"src": path}, task_vars, check_mode=False)
+        read = _action.run_module(self, SLURP, {"src": path}, task_vars, check_mode=False)
         if read.get("failed"):
             return {}  # no record (the file is there only while a change is pending)
         try:
@@ -196,23 +178,23 @@ class ActionModule(ActionBase):
         return _change.parse_record(text)
 
     def _write_record(self, path, record, task_vars):
-        return self._module(COMMAND, {"argv": ["sh", "-c", WRITE, "sh", path],
-                                      "stdin": json.dumps(record, indent=2, sort_keys=True)},
-                            task_vars, check_mode=False)
+        return _action.run_module(self, COMMAND, {"argv": ["sh", "-c", WRITE, "sh", path],
+                                                  "stdin": json.dumps(record, indent=2, sort_keys=True)},
+                                  task_vars, check_mode=False)
 
     def _docker(self, step, task_vars):
         """One step of _container_change: remove, rename, start (the docker CLI renames: no module does)."""
         if step[0] == "remove":
-            return self._module(DOCKER_CONTAINER, {"name": step[1], "state": "absent", "force_kill": True},
-                                task_vars, check_mode=False)
+            return _action.run_module(self, DOCKER_CONTAINER, {"name": step[1], "state": "absent", "force_kill": True},
+                                      task_vars, check_mode=False)
         if step[0] == "rename":
-            return self._module(COMMAND, {"argv": ["docker", "rename", step[1], step[2]]}, task_vars, check_mode=False)
+            return _action.run_module(self, COMMAND, {"argv": ["docker", "rename", step[1], step[2]]}, task_vars, check_mode=False)
         if step[0] == "start":
-            return self._module(COMMAND, {"argv": ["docker", "start", step[1]]}, task_vars, check_mode=False)
+            return _action.run_module(self, COMMAND, {"argv": ["docker", "start", step[1]]}, task_vars, check_mode=False)
         raise AnsibleActionFail("engine_container: unknown step %s" % (step,))
 
     def _inspect(self, name, task_vars):
-        info = self._module(DOCKER_INFO, {"name": name}, task_vars, check_mode=False)
+        info = _action.run_module(self, DOCKER_INFO, {"name": name}, task_vars, check_mode=False)
         if info.get("failed"):
             raise AnsibleActionFail("docker_container_info %s failed: %s" % (name, info.get("msg")))
         return info.get("container") if info.get("exists") else None
@@ -235,8 +217,8 @@ class ActionModule(ActionBase):
         if action == "keep" and args["stop_command"]:
             # Stops the server the way its owner does (which also withdraws its consent to be started again), so that
             # nothing starts it in the new container; the container itself is kept as it is.
-            halted = self._module(DOCKER_EXEC, {"container": spec["name"], "argv": args["stop_command"]}, task_vars,
-                                  check_mode=False)
+            halted = _action.run_module(self, DOCKER_EXEC, {"container": spec["name"], "argv": args["stop_command"]}, task_vars,
+                                        check_mode=False)
             if halted.get("failed") or halted.get("rc", 0) != 0:
                 why = " ".join(str(halted.get("stderr") or halted.get("msg") or "").split())[:200]
                 return {"failed": True, "changed": True,
@@ -247,8 +229,8 @@ class ActionModule(ActionBase):
             return {"failed": True, "msg": "Writing %s failed: %s; nothing was changed." % (
                 path, " ".join(str(wrote.get("stderr") or wrote.get("msg") or "").split())[:200])}
         if action == "keep":
-            stopped = self._module(DOCKER_CONTAINER, {"name": spec["name"], "state": "stopped"}, task_vars,
-                                   check_mode=False)
+            stopped = _action.run_module(self, DOCKER_CONTAINER, {"name": spec["name"], "state": "stopped"}, task_vars,
+                                         check_mode=False)
             renamed = stopped if stopped.get("failed") else self._docker(("rename", spec["name"], record["kept_name"]),
                                                                          task_vars)
             if renamed.get("failed") or renamed.get("rc", 0) != 0:
@@ -274,12 +256,12 @@ class ActionModule(ActionBase):
                     record["name"], " ".join(step), " ".join(str(done.get("msg") or done.get("stderr") or "").split())[:200])}
         sshd = record.get("sshd") or {}
         if sshd.get("port"):
-            waited = self._module(WAIT_FOR, {"host": sshd.get("host") or "127.0.0.1", "port": sshd["port"],
-                                             "timeout": sshd.get("timeout") or 300}, task_vars, check_mode=False)
+            waited = _action.run_module(self, WAIT_FOR, {"host": sshd.get("host") or "127.0.0.1", "port": sshd["port"],
+                                                         "timeout": sshd.get("timeout") or 300}, task_vars, check_mode=False)
             if waited.get("failed"):
                 return {"failed": True, "changed": True, "msg": "The restored container %s does not listen on %s:%s: %s"
                         % (record["name"], sshd.get("host"), sshd["port"], waited.get("msg", ""))}
-        forgot = self._module(FILE, {"path": path, "state": "absent"}, task_vars, check_mode=False)
+        forgot = _action.run_module(self, FILE, {"path": path, "state": "absent"}, task_vars, check_mode=False)
         if forgot.get("failed"):
             return {"failed": True, "changed": True, "msg": "Removing %s failed: %s" % (path, forgot.get("msg"))}
         return {"changed": bool(steps) or bool(forgot.get("changed")), "steps": [list(s) for s in steps],
@@ -313,7 +295,7 @@ class ActionModule(ActionBase):
         steps = _change.release_steps(record, self._inspect(record["kept_name"], task_vars))
         for step in steps:
             done = (self._docker(step, task_vars) if step[0] != "forget"
-                    else self._module(FILE, {"path": path, "state": "absent"}, task_vars, check_mode=False))
+                    else _action.run_module(self, FILE, {"path": path, "state": "absent"}, task_vars, check_mode=False))
             if done.get("failed"):
                 result.update(failed=True, msg="Releasing the kept container %s failed (step %s): %s" % (
                     record["kept_name"], step[0], done.get("msg")))

@@ -13,11 +13,7 @@ from __future__ import annotations
 from ansible.plugins.action import ActionBase
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _container
-
-try:  # ansible-core 2.19+
-    from ansible.executor.module_common import _apply_action_arg_defaults
-except ImportError:  # pragma: no cover
-    _apply_action_arg_defaults = None
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
 
 IMAGE_INFO = "community.docker.docker_image_info"
 DOCKER_CONTAINER = "community.docker.docker_container"
@@ -58,16 +54,6 @@ class ActionModule(ActionBase):
     _supports_async = False
     _supports_check_mode = True
 
-    def _module(self, name, args, task_vars, check_mode=False):
-        if _apply_action_arg_defaults is not None:
-            args = _apply_action_arg_defaults(name, self._task, dict(args), self._templar)
-        saved = self._task.check_mode
-        try:
-            self._task.check_mode = check_mode
-            return self._execute_module(module_name=name, module_args=args, task_vars=task_vars)
-        finally:
-            self._task.check_mode = saved
-
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
@@ -82,7 +68,7 @@ class ActionModule(ActionBase):
             derived = args["sshd_image"] or _container.sshd_image_name(args["image"])
             found = []
             for name in (args["image"], derived):
-                info = self._module(IMAGE_INFO, {"name": [name]}, task_vars)
+                info = _action.run_module(self, IMAGE_INFO, {"name": [name]}, task_vars, check_mode=False)
                 if info.get("failed"):
                     result.update(failed=True, changed=False,
                                   msg="docker image inspect %s failed on the node: %s" % (name, info.get("msg", "")))
@@ -91,9 +77,9 @@ class ActionModule(ActionBase):
 
             def probe(image, command):
                 # Exit status 3 = no sshd (probe_has_sshd reads the status); a throw-away container without network.
-                return self._module(DOCKER_CONTAINER, {
+                return _action.run_module(self, DOCKER_CONTAINER, {
                     "name": args["probe_name"], "image": image, "entrypoint": command[:1], "command": command[1:],
-                    "network_mode": "none", "detach": False, "cleanup": True, "state": "started"}, task_vars)
+                    "network_mode": "none", "detach": False, "cleanup": True, "state": "started"}, task_vars, check_mode=False)
 
             plan, probes = plan_with_probes(settings, found[0], found[1], probe)
         except _container.ContainerError as exc:

@@ -147,9 +147,10 @@ class ActionModule(ActionBase):
                               % (_settings.PUBLISHED, host, _settings.PUBLISHED))
                 continue
             published[host] = found
-        # The token is never quoted, in any form (a message may quote a value a member's check shows).
-        self._scrub = _action.scrubber(*[v for p in published.values() for k, v in p["settings"].items()
-                                         if k == _action.TOKEN or _settings.looks_secret(k)])
+        # No secret is quoted, in any form (a message may quote a value a member's check shows): the token, every
+        # option whose spec declares no_log, every setting whose name looks secret.
+        self._scrub = _action.scrubber(*[text for p in published.values() for k, v in p["settings"].items()
+                                         if _action.secret_setting(k) for text in _action.secret_strings(v)])
         for host, found in published.items():
             for line in found.get("errors") or []:
                 per_host.setdefault(line, []).append(host)
@@ -186,7 +187,7 @@ class ActionModule(ActionBase):
                     continue
                 values = {h: user.get(h, {}).get(name, defaults.get(name)) for h in members}
                 if len({repr(v) for v in values.values()}) > 1:
-                    shown = (", ".join(values) if _settings.looks_secret(name)
+                    shown = (", ".join(values) if _action.secret_setting(name)
                              else ", ".join("%s (%s)" % (h, v) for h, v in values.items()))
                     errors.append("%s: differs between %s; a deployment has one value, set it once for the group "
                                   "(e.g. in group_vars/spark_nodes.yml)." % (name, shown))

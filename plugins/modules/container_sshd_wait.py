@@ -57,13 +57,19 @@ options:
     description: The node this runs on, for the message (the role passes C(inventory_hostname)).
     type: str
     default: the head
+extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.platform
 attributes:
   check_mode:
     support: full
-    description: Probes in check mode too (it changes nothing); the role skips it in check mode, as it skips mpirun.
+    details: Probes in check mode too (it changes nothing); the role skips it in check mode, as it skips mpirun.
   diff_mode:
     support: none
-    description: It changes nothing, so there is no difference to show.
+    details: It changes nothing, so there is no difference to show.
+  idempotent:
+    support: full
+    details: Changes nothing.
 seealso:
   - module: sparkops.specdec.engine_container
 """

@@ -54,14 +54,19 @@ options:
     elements: str
     default: []
 extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.action
   - sparkops.specdec.reports
 attributes:
   check_mode:
     support: full
-    description: The bundle is written in check mode too (controller output; nothing changes on a node).
+    details: The bundle is written in check mode too (controller output; nothing changes on a node).
   diff_mode:
     support: none
-    description: No diff.
+    details: No diff.
+  idempotent:
+    support: full
+    details: Never reports a change (the bundle is controller output).
 """
 
 EXAMPLES = r"""

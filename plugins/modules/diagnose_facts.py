@@ -55,13 +55,20 @@ options:
     type: list
     elements: str
     default: []
+extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.platform
+  - sparkops.specdec.attributes.action
 attributes:
   check_mode:
     support: full
-    description: Read-only; runs the same in check mode.
+    details: Read-only; runs the same in check mode.
   diff_mode:
     support: none
-    description: Nothing is changed, so there is no diff.
+    details: Nothing is changed, so there is no diff.
+  idempotent:
+    support: full
+    details: Reads only.
 notes:
   - Runs the node-side part through the action plugin of the same name; the raw output (before the secrets are
     removed) stays inside that action.

@@ -24,7 +24,8 @@ description:
 author:
   - sparkops maintainers (@sparkops)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.platform
   - sparkops.specdec.peer_copy
 attributes:
   check_mode:
@@ -32,8 +33,9 @@ attributes:
     details: Compares the local image id with O(image_id) and reports whether it would copy; connects to nothing.
   diff_mode:
     support: none
-  platform:
-    platforms: posix
+  idempotent:
+    support: full
+    details: Copies only when the local image id differs from O(image_id).
 options:
   name:
     description: The image reference on both nodes (e.g. V(nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12)).

@@ -105,21 +105,21 @@ options:
   node_name:
     description: The node's name in messages (C(inventory_hostname)); default the host name.
     type: str
+extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.platform
 attributes:
   check_mode:
-    description: Reads and plans as in a normal run and reports what would change (RV(commands) lists the ufw commands
-      that would run); changes nothing.
     support: full
+    details: Reads and plans as in a normal run and reports what would change (RV(commands) lists the ufw commands that would
+      run); changes nothing.
   diff_mode:
-    description: Our rules (and whether ufw is active) before and after, one line per rule.
     support: full
+    details: Our rules (and whether ufw is active) before and after, one line per rule.
   idempotent:
-    description: A second run with the same input reports no change.
     support: full
   platform:
-    description: Linux with ufw (Ubuntu, DGX OS).
-    support: full
-    platforms: posix
+    details: Linux with ufw (Ubuntu, DGX OS).
 notes:
   - Needs root (C(become)) for ufw and its rules files.
 seealso:

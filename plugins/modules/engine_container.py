@@ -121,16 +121,22 @@ options:
     type: str
     choices: [keep, restore, release]
     default: keep
+extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.platform
+  - sparkops.specdec.attributes.action
 attributes:
   check_mode:
     support: full
-    description: Reports what docker_container would do (and refuses the same way); no wait, no refresh.
+    details: Reports what docker_container would do (and refuses the same way); no wait, no refresh.
   diff_mode:
     support: full
-    description: Shows the container's differences, as docker_container does.
-  action:
+    details: Shows the container's differences, as docker_container does.
+  idempotent:
     support: full
-    description: Runs on the controller and executes the modules on the node.
+    details: A second run with the same spec leaves the container as it is (docker_container compares it).
+  action:
+    details: Runs on the controller and executes the modules on the node.
 seealso:
   - module: community.docker.docker_container
 """

@@ -55,21 +55,19 @@ options:
     type: list
     elements: dict
     default: []
+extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.platform
 attributes:
   check_mode:
-    description: Reports which directories would be created or changed; creates and changes nothing. RV(mount_stats)
-      is the node as it is (a directory check mode would create is reported missing, as a stat loop reports it).
     support: full
+    details: Reports which directories would be created or changed; creates and changes nothing. RV(mount_stats) is the node
+      as it is (a directory check mode would create is reported missing, as a stat loop reports it).
   diff_mode:
-    description: Before and after (state, owner, mode) of each directory it creates or changes.
     support: full
+    details: Before and after (state, owner, mode) of each directory it creates or changes.
   idempotent:
-    description: A second run with the same input reports no change.
     support: full
-  platform:
-    description: POSIX.
-    support: full
-    platforms: posix
 notes:
   - "Errors a user can meet (each one line, before any change): O(owner) is not a user of the node; a path in
     O(directories) that is not absolute; a path in O(directories) (or one of its parents) that exists and is not a

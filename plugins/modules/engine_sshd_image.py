@@ -46,17 +46,22 @@ options:
     description: Name of the throw-away probe container.
     type: str
     default: sparkops-sshd-probe
+extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.platform
+  - sparkops.specdec.attributes.action
 attributes:
   check_mode:
     support: full
-    description: Reads and probes as in a normal run (the probe container is gone afterwards); it changes nothing in
-      either mode.
+    details: Reads and probes as in a normal run (the probe container is gone afterwards); it changes nothing in either mode.
   diff_mode:
     support: none
-    description: It changes nothing, so it has nothing to show.
-  action:
+    details: It changes nothing, so it has nothing to show.
+  idempotent:
     support: full
-    description: Runs on the controller and executes the modules on the node.
+    details: Changes nothing.
+  action:
+    details: Runs on the controller and executes the modules on the node.
 notes:
   - "Errors a user can meet (one line each, nothing changed): O(image) has no sshd and O(sshd_build) is false; the
     image named by O(sshd_image) has no sshd, or is not on the node while O(image) has no sshd and O(sshd_build) is

@@ -95,16 +95,19 @@ options:
         known yet and not required. Returns C(changed)=false, RV(client), RV(ssh_port) and RV(msg).
     type: bool
     default: false
+extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.action
 attributes:
   check_mode:
     support: full
-    description: Plans the same in check mode; the role's M(community.general.ufw) tasks then run with C(--dry-run).
+    details: Plans the same in check mode; the role's M(community.general.ufw) tasks then run with C(--dry-run).
   diff_mode:
     support: full
-    description: Shows our rules (and whether ufw is active) before and after, one line per rule.
-  action:
+    details: Shows our rules (and whether ufw is active) before and after, one line per rule.
+  idempotent:
     support: full
-    description: Runs on the controller as an action plugin.
+    details: Plans only.
 notes:
   - The node's C(ansible_port) (or C(ansible_ssh_port)) is read from its variables.
   - C(changed) is true when the firewall differs from the plan, so that check mode and C(--diff) show it; the

@@ -89,17 +89,20 @@ options:
     description: The C(ansible-playbook) to run; default the one running this play, else the one on C(PATH).
     type: path
 extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.action
   - sparkops.specdec.reports
 attributes:
   check_mode:
     support: full
-    description: Each deployment's run gets C(--check); RV(deployments[].status) is V(checked) where it passed.
+    details: Each deployment's run gets C(--check); RV(deployments[].status) is V(checked) where it passed.
   diff_mode:
     support: full
-    description: Each deployment's run gets C(--diff); the differences are in its JSON output.
-  action:
-    support: full
-    description: Runs on the controller as an action plugin.
+    details: Each deployment's run gets C(--diff); the differences are in its JSON output.
+  idempotent:
+    support: partial
+    details: Reports a change when a deployment's run changed something on its nodes, so it is as idempotent as the playbook
+      it runs (the collection's deploy playbooks change nothing on a second run).
 notes:
   - "Errors before any run, one line each: the inventory's deployment errors (see M(sparkops.specdec.specdec_plan)),
     a deployment with nodes outside O(hosts), an unknown id in O(deployments), no deployment in O(hosts), an option of

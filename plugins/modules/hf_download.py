@@ -38,20 +38,19 @@ author:
 requirements:
   - huggingface_hub >= 1.0 on the target (tested with 1.0.0, 1.33.0 and 2.4.0)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.platform
 attributes:
   check_mode:
     support: full
-    details:
-      - Resolves the revision on the Hub and compares it with the files on disk. Reports the files and bytes that
-        would be fetched (C(fetched_files), C(bytes_fetched)) and C(changed) accordingly. Downloads and writes nothing.
+    details: Resolves the revision on the Hub and compares it with the files on disk. Reports the files and bytes that would
+      be fetched (C(fetched_files), C(bytes_fetched)) and C(changed) accordingly. Downloads and writes nothing.
   diff_mode:
     support: full
-    details:
-      - Returns the commit on disk before and after the run, and how many selected files were present.
-  platform:
-    platforms: posix
+    details: Returns the commit on disk before and after the run, and how many selected files were present.
+  idempotent:
     support: full
+    details: Fetches only the files missing or different from the revision.
   action_group:
     description: Use C(group/sparkops.specdec.specdec) in C(module_defaults) to set defaults for this module.
     support: full

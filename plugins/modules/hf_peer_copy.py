@@ -29,17 +29,20 @@ description:
 author:
   - sparkops maintainers (@sparkops)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.platform
   - sparkops.specdec.peer_copy
   - sparkops.specdec.peer_copy.hf_snapshot
 attributes:
   check_mode:
     support: full
-    details: Reports the files and bytes that would be copied (RV(copied_files), RV(bytes_copied)); connects to nothing, writes nothing.
+    details: Reports the files and bytes that would be copied (RV(copied_files), RV(bytes_copied)); connects to nothing, writes
+      nothing.
   diff_mode:
     support: none
-  platform:
-    platforms: posix
+  idempotent:
+    support: full
+    details: Copies only the files the node lacks or has different.
 options:
   revision:
     description: The revision the model was asked for (branch, tag or commit); its ref is recorded as the manifest's commit.

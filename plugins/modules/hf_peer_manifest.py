@@ -21,7 +21,8 @@ description:
 author:
   - sparkops maintainers (@sparkops)
 extends_documentation_fragment:
-  - ansible.builtin.action_common_attributes
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.platform
   - sparkops.specdec.peer_copy.hf_snapshot
 attributes:
   check_mode:
@@ -29,8 +30,9 @@ attributes:
     details: Reads only; the same result as a real run.
   diff_mode:
     support: none
-  platform:
-    platforms: posix
+  idempotent:
+    support: full
+    details: Reads only.
 options:
   commit:
     description: Full 40-character commit SHA that M(sparkops.specdec.hf_download) resolved on this node (its C(commit) result).

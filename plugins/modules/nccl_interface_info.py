@@ -69,17 +69,21 @@ options:
       - When not set, C(ip) is looked up on E(PATH). If it is not found, addresses are returned empty, the
         same-subnet check is skipped and a warning is emitted.
     type: path
+extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.platform
 attributes:
   check_mode:
-    description: Can run in check_mode and return the same data as a normal run.
     support: full
+    details: Can run in check_mode and return the same data as a normal run.
   diff_mode:
-    description: Returns no diff; nothing is changed.
     support: none
-  platform:
-    description: Target must be a Linux host with sysfs (a DGX Spark, or the collection's lab node).
+    details: Returns no diff; nothing is changed.
+  idempotent:
     support: full
-    platforms: posix
+    details: Reads only.
+  platform:
+    details: Target must be a Linux host with sysfs (a DGX Spark, or the collection's lab node).
   action_group:
     description: Use C(group/sparkops.specdec.specdec) in C(module_defaults) to set defaults for this module.
     support: full

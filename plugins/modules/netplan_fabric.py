@@ -143,20 +143,20 @@ options:
       - With O(state=rollback), roll back only if the checkpoint file is this one (RV(checkpoint.id) of the run to undo);
         fails when a later run replaced it.
     type: str
+extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.platform
 attributes:
   check_mode:
-    description: Plans, guards and validates as in a normal run and reports what would change; writes nothing, no checkpoint.
     support: full
+    details: Plans, guards and validates as in a normal run and reports what would change; writes nothing, no checkpoint.
   diff_mode:
-    description: The netplan file before and after, and the pair's live addresses before and after with O(apply_method=ip).
     support: full
+    details: The netplan file before and after, and the pair's live addresses before and after with O(apply_method=ip).
   idempotent:
-    description: A second run with the same input reports no change.
     support: full
   platform:
-    description: Linux with iproute2 (C(ip -j)); netplan for O(apply_method=netplan) and for validation.
-    support: full
-    platforms: posix
+    details: Linux with iproute2 (C(ip -j)); netplan for O(apply_method=netplan) and for validation.
 notes:
   - "Sources of the netplan format: the netplan YAML reference (U(https://netplan.readthedocs.io/en/stable/netplan-yaml/):
     C(network.version: 2), C(ethernets.<interface>.dhcp4), C(ethernets.<interface>.addresses)) and NVIDIA's

@@ -113,13 +113,19 @@ options:
     description: Seconds the C(docker run) of the GPU check may take.
     type: int
     default: 120
+extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.platform
 attributes:
   check_mode:
     support: full
-    description: Reads the same in check mode (it changes nothing).
+    details: Reads the same in check mode (it changes nothing).
   diff_mode:
     support: none
-    description: Changes nothing, so there is nothing to show.
+    details: Changes nothing, so there is nothing to show.
+  idempotent:
+    support: full
+    details: Reads only.
 notes:
   - Fails only on bad arguments (a timeout below 1, a port outside 1-65535), with one line naming the option.
   - The module never sends the HF token anywhere; the token and gated access are the C(hf_access) row, checked from

@@ -108,17 +108,19 @@ options:
     type: dict
     default: {}
 extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.action
   - sparkops.specdec.reports
 attributes:
   check_mode:
     support: full
-    description: Decides the same in check mode, and writes the report (controller output).
+    details: Decides the same in check mode, and writes the report (controller output).
   diff_mode:
     support: none
-    description: Changes nothing on any node, so there is nothing to show.
-  action:
+    details: Changes nothing on any node, so there is nothing to show.
+  idempotent:
     support: full
-    description: Runs on the controller as an action plugin.
+    details: Never reports a change (the report is controller output).
 notes:
   - The per-node C(trtllm_container_gpus) and C(specdec_server_download) settings are read from each node's variables
     (default V(true), the roles').

@@ -47,13 +47,19 @@ options:
     type: list
     elements: str
     default: []
+extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.platform
 attributes:
   check_mode:
     support: full
-    description: Read-only; runs the same in check mode.
+    details: Read-only; runs the same in check mode.
   diff_mode:
     support: none
-    description: Nothing is changed.
+    details: Nothing is changed.
+  idempotent:
+    support: full
+    details: Reads only.
 """
 
 EXAMPLES = r"""

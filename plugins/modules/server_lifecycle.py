@@ -116,20 +116,22 @@ options:
     description: The docker CLI.
     type: str
     default: docker
+extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.platform
 attributes:
   check_mode:
     support: full
-    description: Reports the action it would take and the files it would write (O(action=none) still checks C(/health)).
+    details: Reports the action it would take and the files it would write (O(action=none) still checks C(/health)).
   diff_mode:
     support: full
-    description: The difference of C(server.sh) and of the consent record.
+    details: The difference of C(server.sh) and of the consent record.
   idempotent:
-    support: full
-    description: O(action=none) with the same O(launch) changes nothing.
+    support: partial
+    details: O(action=none) (what the plan decides on a second run) with the same O(launch) changes nothing; O(action=restart)
+      restarts the server each time it is given.
   platform:
-    support: full
-    platforms: posix
-    description: The head node, with the C(docker) CLI; C(server.sh) runs with bash in the container.
+    details: The head node, with the C(docker) CLI; C(server.sh) runs with bash in the container.
 seealso:
   - module: sparkops.specdec.specdec_plan
   - module: sparkops.specdec.engine_container

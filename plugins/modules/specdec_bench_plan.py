@@ -135,16 +135,19 @@ notes:
     a file or whose file is not a prompt set (O(prompts)); a method or draft length pinned by an extra var
     (O(pinned)); no consent (O(allow_restart)). The same in check mode: a check passes only what the real run
     accepts."
+extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.action
 attributes:
   check_mode:
     support: full
-    description: Plans the same in check mode.
+    details: Plans the same in check mode.
   diff_mode:
     support: none
-    description: Changes nothing.
-  action:
+    details: Changes nothing.
+  idempotent:
     support: full
-    description: Runs on the controller as an action plugin.
+    details: Plans only.
 seealso:
   - module: sparkops.specdec.specdec_bench_report
   - module: sparkops.specdec.specdec_loadgen

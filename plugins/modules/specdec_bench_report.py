@@ -100,6 +100,8 @@ options:
     type: bool
     default: true
 extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.action
   - sparkops.specdec.reports
 notes:
   - "Errors (the task fails with the message): a run from the lab's TensorRT-LLM stand-in (its figures are meaningless);
@@ -112,14 +114,13 @@ notes:
 attributes:
   check_mode:
     support: full
-    description: Computes and writes the same in check mode (the report is output on the controller, not a change
-      to a node).
+    details: Computes and writes the same in check mode (the report is output on the controller, not a change to a node).
   diff_mode:
     support: none
-    description: Changes nothing on any node.
-  action:
-    support: full
-    description: Runs on the controller as an action plugin.
+    details: Changes nothing on any node.
+  idempotent:
+    support: none
+    details: Writes the report files and reports a change on every run.
 seealso:
   - module: sparkops.specdec.specdec_loadgen
 """

@@ -160,18 +160,23 @@ notes:
   - Formats read, with their sources, are listed in C(plugins/module_utils/_bench.py) (llama.cpp
     C(tools/server/server-task.cpp), TensorRT-LLM C(tensorrt_llm/metrics/collector.py) and
     C(tensorrt_llm/serve/openai_server.py)), and Linux PSI in the kernel's C(Documentation/accounting/psi.rst).
+extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.platform
 attributes:
   check_mode:
-    support: full
-    description: Sends nothing and reads nothing in check mode, and returns C(skipped=true) with a message. A benchmark
-      has no change to preview, and load on a serving node is not something a dry run may cause.
+    support: partial
+    details: Sends nothing and reads nothing in check mode, and returns C(skipped=true) with a message, so it does not
+      predict the change O(record_dir) makes. A benchmark has no change to preview, and load on a serving node is not
+      something a dry run may cause.
   diff_mode:
     support: none
-    description: Changes nothing to show.
+    details: Changes nothing to show.
+  idempotent:
+    support: partial
+    details: Changes nothing without O(record_dir); with it, every run writes its responses there and reports a change.
   platform:
-    platforms: posix
-    support: full
-    description: Reads C(/proc) of a Linux node; talks HTTP to the server.
+    details: Reads C(/proc) of a Linux node; talks HTTP to the server.
   action_group:
     description: Use C(group/sparkops.specdec.specdec) in C(module_defaults) to set defaults for this module.
     support: full

@@ -87,16 +87,19 @@ options:
     description: Consent to restart a server that runs with another launch spec.
     type: bool
     default: false
+extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.action
 attributes:
   check_mode:
     support: full
-    description: Reads the inventory only, the same in check mode.
+    details: Reads the inventory only, the same in check mode.
   diff_mode:
     support: none
-    description: Changes nothing, so there is nothing to show.
-  action:
+    details: Changes nothing, so there is nothing to show.
+  idempotent:
     support: full
-    description: Runs on the controller as an action plugin.
+    details: Plans only.
 notes:
   - Errors a user can meet (each one line, the task fails and nothing changes) include an unknown setting with a
     close match, a misspelt prefix (e.g. C(specdec_sever_port)), a removed name (e.g. C(trtllm_container_name) ->

@@ -24,16 +24,19 @@ description:
 author:
   - sparkops maintainers (@sparkops)
 options: {}
+extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.action
 attributes:
   check_mode:
     support: full
-    description: Reads variables only, the same in check mode.
+    details: Reads variables only, the same in check mode.
   diff_mode:
     support: none
-    description: Changes nothing, so there is nothing to show.
-  action:
+    details: Changes nothing, so there is nothing to show.
+  idempotent:
     support: full
-    description: Runs on the controller as an action plugin.
+    details: Reads only.
 seealso:
   - module: sparkops.specdec.specdec_plan
 """

@@ -57,13 +57,19 @@ options:
       - "API key of the server (C(specdec_server_api_key)), sent as C(Authorization: Bearer) with C(/v1/models) and the
         metrics (llama-server refuses them without it; C(/health) is exempt). Never returned."
     type: str
+extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.platform
 attributes:
   check_mode:
     support: full
-    description: Reads the same in check mode (it changes nothing).
+    details: Reads the same in check mode (it changes nothing).
   diff_mode:
     support: none
-    description: Changes nothing, so there is nothing to show.
+    details: Changes nothing, so there is nothing to show.
+  idempotent:
+    support: full
+    details: Reads only.
 notes:
   - Fails only on a bad argument (a timeout below 1). Docker that cannot be read (not installed, the user not in the
     C(docker) group) is reported in the C(error) of RV(status) C(container), not as a failure.

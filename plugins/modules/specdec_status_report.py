@@ -75,14 +75,19 @@ options:
       C(specdec-status.json) in O(report_dir).
     type: path
 extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.action
   - sparkops.specdec.reports
 attributes:
   check_mode:
     support: full
-    description: The same result in check mode; the JSON file is written on the controller in both.
+    details: The same result in check mode; the JSON file is written on the controller in both.
   diff_mode:
     support: none
-    description: Changes nothing on a host.
+    details: Changes nothing on a host.
+  idempotent:
+    support: full
+    details: Never reports a change (the JSON file is controller output).
 seealso:
   - module: sparkops.specdec.specdec_status_facts
 """

@@ -46,17 +46,20 @@ options:
 notes:
   - "Errors (nothing is written): the state file is missing (deploy first), not JSON, or of another schema version;
     O(tuned) misses a key or holds a method or draft length that does not exist; the file cannot be written."
+extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.platform
 attributes:
   check_mode:
     support: full
-    description: Reports whether the file would change, and the diff, without writing.
+    details: Reports whether the file would change, and the diff, without writing.
   diff_mode:
     support: full
-    description: The C(tuned) key before and after, as JSON.
-  platform:
-    platforms: posix
+    details: The C(tuned) key before and after, as JSON.
+  idempotent:
     support: full
-    description: Reads and replaces a JSON file on the node.
+  platform:
+    details: Reads and replaces a JSON file on the node.
 seealso:
   - module: sparkops.specdec.specdec_bench_report
 """

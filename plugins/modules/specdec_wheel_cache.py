@@ -43,16 +43,19 @@ options:
     description: Seconds C(pip download) may take before the download fails.
     type: int
     default: 1800
+extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.action
 attributes:
   check_mode:
     support: full
-    description: Reports changed when the directory is not complete yet and fetches nothing.
+    details: Reports changed when the directory is not complete yet and fetches nothing.
   diff_mode:
     support: none
-    description: No file content to show.
-  action:
+    details: No file content to show.
+  idempotent:
     support: full
-    description: Runs on the controller as an action plugin.
+    details: A complete cache directory is left alone.
 seealso:
   - module: sparkops.specdec.hf_download
 """

@@ -78,21 +78,21 @@ options:
   ssh_port:
     description: The port of the container sshd (C(specdec_container_ssh_port)); required with O(members).
     type: int
+extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.platform
 attributes:
   check_mode:
-    description: Checks and plans as in a normal run and reports what would change; writes nothing. A key check mode
-      would create is left out of RV(identity) (empty) and so of the blocks.
     support: full
+    details: Checks and plans as in a normal run and reports what would change; writes nothing. A key check mode would create
+      is left out of RV(identity) (empty) and so of the blocks.
   diff_mode:
-    description: Before and after of every file it writes (never a private key's content), directory and key.
     support: full
+    details: Before and after of every file it writes (never a private key's content), directory and key.
   idempotent:
-    description: A second run with the same input reports no change.
     support: full
   platform:
-    description: Linux with OpenSSH's C(ssh-keygen).
-    support: full
-    platforms: posix
+    details: Linux with OpenSSH's C(ssh-keygen).
 notes:
   - "Errors a user can meet (each one line, before any change): the cluster user differs between nodes or a node of
     the mesh did not run (O(users)); O(user) not in the passwd database; no C(/etc/ssh/ssh_host_ed25519_key.pub);

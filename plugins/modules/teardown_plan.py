@@ -82,16 +82,19 @@ options:
   netplan_file:
     description: The netplan file C(netplan_qsfp) writes (C(netplan_qsfp_file)); default the role's.
     type: path
+extends_documentation_fragment:
+  - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.action
 attributes:
   check_mode:
     support: full
-    description: Plans the same in check mode; RV(proceed) is true and no server stop is planned.
+    details: Plans the same in check mode; RV(proceed) is true and no server stop is planned.
   diff_mode:
     support: none
-    description: Changes nothing on any node, so there is nothing to show.
-  action:
+    details: Changes nothing on any node, so there is nothing to show.
+  idempotent:
     support: full
-    description: Runs on the controller as an action plugin.
+    details: Plans only.
 notes:
   - Each node's C(ansible_host), C(netplan_qsfp_apply) and C(netplan_qsfp_apply_method) are read from its variables.
 seealso:

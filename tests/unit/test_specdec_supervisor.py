@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import importlib.util
 import json
@@ -492,23 +493,32 @@ def test_look_without_the_watchdog_never_probes(node):
     assert not (node / "calls").exists()
 
 
+class _QuietHandler(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def _serving(handler):
+    """The handler (a _QuietHandler) served on a free port of 127.0.0.1 while in the block; yields its base URL."""
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield "http://127.0.0.1:%d" % httpd.server_address[1]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
 def test_health_ok(closed_port):
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(_QuietHandler):
         def do_GET(self):  # noqa: N802
             self.send_response(200 if self.path == "/health" else 503)
             self.end_headers()
 
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        base = "http://127.0.0.1:%d" % httpd.server_address[1]
+    with _serving(Handler) as base:
         assert sup.health_ok(base + "/health", 2.0) is True
         assert sup.health_ok(base + "/other", 2.0) is False
-    finally:
-        httpd.shutdown()
     assert sup.health_ok("http://127.0.0.1:%d/health" % closed_port, 1.0) is False
 
 
@@ -668,23 +678,15 @@ def test_look_sends_a_completion_with_the_api_key_at_most_every_interval_and_not
 def test_completion_ok(closed_port):
     seen = []
 
-    class Handler(http.server.BaseHTTPRequestHandler):
+    class Handler(_QuietHandler):
         def do_POST(self):  # noqa: N802
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             seen.append((self.path, body, self.headers.get("Authorization")))
             self.send_response(200 if self.headers.get("Authorization") == "Bearer k" else 401)
             self.end_headers()
 
-        def log_message(self, *args):
-            pass
-
-    httpd = http.server.HTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        url = "http://127.0.0.1:%d/health" % httpd.server_address[1]
-        assert sup.completion_ok(url, "m", "k", 2.0) is True
-        assert sup.completion_ok(url, "m", "", 2.0) is False
-    finally:
-        httpd.shutdown()
+    with _serving(Handler) as base:
+        assert sup.completion_ok(base + "/health", "m", "k", 2.0) is True
+        assert sup.completion_ok(base + "/health", "m", "", 2.0) is False
     assert seen[0] == ("/v1/completions", {"model": "m", "prompt": "ping", "max_tokens": 1}, "Bearer k")
     assert sup.completion_ok("http://127.0.0.1:%d/health" % closed_port, "m", "", 1.0) is False

@@ -11,6 +11,7 @@ import pytest
 from ansible.errors import AnsibleActionFail
 
 from ansible_collections.sparkops.specdec.plugins.action import engine_container
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
 
 SPEC = {"name": "trtllm-multinode", "image": "img:1.3.0rc12", "state": "started",
         "command": ["bash", "/var/lib/sparkops/specdec/entrypoint.sh"], "env": {"A": "1"}}
@@ -53,7 +54,7 @@ def run(node, check=False, diff=False, **args):
 
 @pytest.fixture(autouse=True)
 def no_module_defaults(monkeypatch):
-    monkeypatch.setattr(engine_container, "_apply_action_arg_defaults", None)
+    monkeypatch.setattr(_action, "_apply_action_arg_defaults", None)
 
 
 def test_warm_run_plans_waits_and_publishes():
@@ -181,7 +182,7 @@ def test_module_defaults_are_applied(monkeypatch):
     def defaults(name, task, args, templar):
         seen.append(name)
         return dict(args, docker_host="unix:///run/docker.sock")
-    monkeypatch.setattr(engine_container, "_apply_action_arg_defaults", defaults)
+    monkeypatch.setattr(_action, "_apply_action_arg_defaults", defaults)
     node = Node(plan={"changed": False, "container": RUNNING})
     run(node, sshd_port=0)
     assert seen == [engine_container.DOCKER_CONTAINER]

@@ -11,6 +11,7 @@ import json
 import pytest
 
 from ansible_collections.sparkops.specdec.plugins.action import engine_container as ec
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
 
 from test_engine_container_previous import PATH, SPEC, Node, old_container, run
 
@@ -20,7 +21,7 @@ OLD_SPEC = dict(SPEC, image="lab/standin:1.4.0rc1")  # the image the kept contai
 
 @pytest.fixture(autouse=True)
 def no_module_defaults(monkeypatch):
-    monkeypatch.setattr(ec, "_apply_action_arg_defaults", None)
+    monkeypatch.setattr(_action, "_apply_action_arg_defaults", None)
 
 
 class Docker(Node):

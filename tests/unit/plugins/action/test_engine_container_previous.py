@@ -13,6 +13,7 @@ import pytest
 
 from ansible_collections.sparkops.specdec.plugins.action import engine_container as ec
 from ansible_collections.sparkops.specdec.plugins.module_utils import _container_change as cc
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
 
 PATH = "/var/lib/sparkops/specdec/container-previous.json"
 STOP = ["sh", "-c", '[ ! -f "$0" ] || bash "$0" stop', "/var/lib/sparkops/specdec/server.sh"]
@@ -111,7 +112,7 @@ def run(node, check=False, delegate_to=None, **args):
 
 @pytest.fixture(autouse=True)
 def no_module_defaults(monkeypatch):
-    monkeypatch.setattr(ec, "_apply_action_arg_defaults", None)
+    monkeypatch.setattr(_action, "_apply_action_arg_defaults", None)
 
 
 def test_consented_recreation_keeps_the_running_container_until_the_new_server_serves():

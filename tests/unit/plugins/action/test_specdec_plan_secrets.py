@@ -101,3 +101,43 @@ def test_ordinary_words_are_not_masked():
                          "specdec_server_port": "{{ {}['yes_port'] }}"}}
     result = run(hosts)
     assert "no attribute 'yes_port'" in result["msg"]
+
+
+# --- every option whose spec declares no_log, whatever its name (issue 25 item 5) ---------------------------------
+QUIET = "specdec_server_smoke_prompt"  # a name that does not look secret (_settings.looks_secret is False)
+QUIET_A = "plain-words-canary-alpha-0123"
+QUIET_B = "plain-words-canary-bravo-4567"
+
+
+@pytest.fixture
+def quiet_no_log(monkeypatch):
+    """QUIET's spec (roles/specdec_server/meta/argument_specs.yml, as _secret_options reads it) declares no_log."""
+    from ansible_collections.sparkops.specdec.plugins.plugin_utils import _settings
+    from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _secret_options
+    assert not _settings.looks_secret(QUIET) and QUIET not in _secret_options.no_log_options()
+    real = _secret_options.spec_options
+
+    def spec_options(root=None):
+        return [(role, entry, name, dict(option, no_log=True) if name == QUIET else option)
+                for role, entry, name, option in real(root)]
+    monkeypatch.setattr(_secret_options, "spec_options", spec_options)
+    monkeypatch.setattr(_action, "_NO_LOG", set(), raising=False)  # read afresh with the patched specs
+    assert QUIET in _secret_options.no_log_options()
+
+
+def test_a_no_log_option_that_differs_between_the_nodes_is_named_without_its_values(quiet_no_log):
+    from ansible_collections.sparkops.specdec.tests.unit.plugins.action.specdec_plan_pair import run_pair
+    result = run_pair({"spark-1": {QUIET: QUIET_A}, "spark-2": {QUIET: QUIET_B}})
+    assert result["failed"]
+    line = [x for x in result["msg"].splitlines() if x.startswith("- %s: differs between" % QUIET)]
+    assert line == ["- %s: differs between spark-1, spark-2; a deployment has one value, set it once for the group "
+                    "(e.g. in group_vars/spark_nodes.yml)." % QUIET], result["msg"]
+    assert "canary" not in result["msg"]
+
+
+def test_a_no_log_option_quoted_by_a_failing_expression_is_scrubbed(quiet_no_log):
+    hosts = {"spark-1": {"ansible_host": "10.0.0.1", QUIET: QUIET_A, "specdec_server_port": "{{ {}[%s] }}" % QUIET}}
+    result = run(hosts)
+    line = [x for x in result["msg"].splitlines() if x.startswith("- specdec_server_port: cannot be")]
+    assert len(line) == 1 and "'********'" in line[0], result["msg"]
+    assert "canary" not in result["msg"]

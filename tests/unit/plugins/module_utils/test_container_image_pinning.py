@@ -14,7 +14,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.sparkops.specdec.plugins.action import engine_container
 from ansible_collections.sparkops.specdec.plugins.filter import node_setup
 from ansible_collections.sparkops.specdec.plugins.module_utils import _container as c
-from ansible_collections.sparkops.specdec.plugins.plugin_utils import _settings
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _settings
 
 REPO = "nvcr.io/nvidia/tensorrt-llm/release"
 HEX = "0123456789abcdef" * 4
@@ -167,7 +167,7 @@ def test_image_info_publishes_the_digest_the_repo_digests_and_the_id_the_contain
 
 
 def test_engine_container_publishes_the_digest_and_the_running_image_id(monkeypatch):
-    monkeypatch.setattr(engine_container, "_apply_action_arg_defaults", None)
+    monkeypatch.setattr(_action, "_apply_action_arg_defaults", None)
     calls = []
 
     def execute_module(module_name=None, module_args=None, task_vars=None, **_):

@@ -9,34 +9,8 @@ import socket
 import threading
 import time
 
-import pytest
-
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.sparkops.specdec.plugins.modules import container_sshd_wait as m
-
-
-class AnsibleExitJson(Exception):
-    pass
-
-
-class AnsibleFailJson(Exception):
-    pass
-
-
-@pytest.fixture(autouse=True)
-def module_exits(monkeypatch):
-    def exit_json(self, **kwargs):
-        kwargs.setdefault("changed", False)
-        raise AnsibleExitJson(kwargs)
-
-    def fail_json(self, **kwargs):
-        kwargs["failed"] = True
-        raise AnsibleFailJson(kwargs)
-
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
+from ansible_collections.sparkops.specdec.tests.unit.plugins.modules.conftest import module_failure, run_module
 
 
 def free_port():
@@ -80,11 +54,8 @@ class FakeServer(object):
         self.thread.join(2)
 
 
-def run(args, expect=AnsibleExitJson):
-    with patch_module_args(args):
-        with pytest.raises(expect) as excinfo:
-            m.main()
-    return excinfo.value.args[0]
+def run(args, fails=False):
+    return module_failure(m, args) if fails else run_module(m, args)
 
 
 def args(port, timeout=10, nodes=(("spark-1", "127.0.0.1"),)):
@@ -107,7 +78,7 @@ def test_waits_for_an_sshd_that_starts_late_instead_of_failing_at_once():
 def test_times_out_with_one_line_naming_node_address_port_and_reason():
     port = free_port()
     started = time.monotonic()
-    result = run(args(port, timeout=1, nodes=(("spark-2", "127.0.0.1"),)), expect=AnsibleFailJson)
+    result = run(args(port, timeout=1, nodes=(("spark-2", "127.0.0.1"),)), fails=True)
     assert time.monotonic() - started < 5  # bounded by the timeout (plus at most one probe)
     assert result["failed"] is True
     assert "\n" not in result["msg"]
@@ -120,12 +91,12 @@ def test_times_out_with_one_line_naming_node_address_port_and_reason():
 def test_an_open_port_without_an_ssh_banner_is_not_an_sshd():
     port = free_port()
     with FakeServer(port, greeting=b"HTTP/1.1 400 Bad Request\r\n\r\n"):
-        result = run(args(port, timeout=1), expect=AnsibleFailJson)
+        result = run(args(port, timeout=1), fails=True)
     assert result["missing"] == ["spark-1 127.0.0.1:%d (no SSH banner (another service answers))" % port]
 
 
 def test_a_target_without_node_or_address_is_refused():
-    result = run({"targets": [{"address": "127.0.0.1"}], "port": 2233}, expect=AnsibleFailJson)
+    result = run({"targets": [{"address": "127.0.0.1"}], "port": 2233}, fails=True)
     assert result["msg"].startswith("container_sshd_wait: every target needs node and address")
 
 

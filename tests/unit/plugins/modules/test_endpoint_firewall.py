@@ -15,31 +15,13 @@ import sys
 import pytest
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _firewall
 from ansible_collections.sparkops.specdec.plugins.modules import endpoint_firewall
+from ansible_collections.sparkops.specdec.tests.unit.plugins.modules.conftest import module_outcome
 from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils import test_firewall as tf
 
 TAG = "sparkops-specdec:spark-1"
-
-
-class AnsibleExitJson(Exception):
-    pass
-
-
-class AnsibleFailJson(Exception):
-    pass
-
-
-def exit_json(self, **kwargs):
-    kwargs.setdefault("changed", False)
-    raise AnsibleExitJson(kwargs)
-
-
-def fail_json(self, **kwargs):
-    kwargs["failed"] = True
-    raise AnsibleFailJson(kwargs)
 
 
 class Node(object):
@@ -99,8 +81,6 @@ def node(monkeypatch, tmp_path):
     monkeypatch.delenv("SSH_CONNECTION", raising=False)
     monkeypatch.setattr(endpoint_firewall, "USER_RULES", (str(fake.dir / "user.rules"), str(fake.dir / "user6.rules")))
     monkeypatch.setattr(endpoint_firewall, "UFW_CONF", str(fake.dir / "ufw.conf"))
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
     # get_bin_path also looks in the sbin directories: only the fake's directory holds ufw here.
     real = basic.AnsibleModule.get_bin_path
 
@@ -123,15 +103,7 @@ def present_args(node, **over):
 
 
 def run(args, check=False, diff=False):
-    args = dict(args)
-    if check:
-        args["_ansible_check_mode"] = True
-    if diff:
-        args["_ansible_diff"] = True
-    with patch_module_args(args):
-        with pytest.raises((AnsibleExitJson, AnsibleFailJson)) as info:
-            endpoint_firewall.main()
-    return info.value.args[0]
+    return module_outcome(endpoint_firewall, args, check=check, diff=diff)
 
 
 def test_fresh_node_gets_the_rules_of_today_in_order_then_ufw_enabled_and_the_marker(node):

@@ -1,6 +1,6 @@
 # -*- coding: utf-8 -*-
 # Unit tests for sparkops.specdec.engine_mounts: main() on a temporary tree, owner = the user running the tests
-# (AnsibleExitJson / AnsibleFailJson pattern, as test_ssh_mesh_keys.py). What the trtllm_container role relied on
+# (conftest.module_outcome: the result of exit_json or fail_json). What the trtllm_container role relied on
 # from its ansible.builtin.file and ansible.builtin.stat loops: directories with owner and mode (parents too), check
 # mode that changes nothing, a second run without change, and stat results the container decision reads
 # (sparkops.specdec's _container.mount_problems).
@@ -11,51 +11,15 @@ import os
 import pwd
 import stat
 
-import pytest
-
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.sparkops.specdec.plugins.module_utils import _container
 from ansible_collections.sparkops.specdec.plugins.modules import engine_mounts
+from ansible_collections.sparkops.specdec.tests.unit.plugins.modules.conftest import module_outcome
 
 ME = pwd.getpwuid(os.geteuid()).pw_name
 
 
-class AnsibleExitJson(Exception):
-    pass
-
-
-class AnsibleFailJson(Exception):
-    pass
-
-
-def exit_json(self, **kwargs):
-    kwargs.setdefault("changed", False)
-    raise AnsibleExitJson(kwargs)
-
-
-def fail_json(self, **kwargs):
-    kwargs["failed"] = True
-    raise AnsibleFailJson(kwargs)
-
-
-@pytest.fixture(autouse=True)
-def patched(monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
-
-
 def run(check=False, diff=False, **args):
-    args = dict(args)
-    if check:
-        args["_ansible_check_mode"] = True
-    if diff:
-        args["_ansible_diff"] = True
-    with patch_module_args(args):
-        with pytest.raises((AnsibleExitJson, AnsibleFailJson)) as caught:
-            engine_mounts.main()
-    return caught.value.args[0]
+    return module_outcome(engine_mounts, args, check=check, diff=diff)
 
 
 def mode_of(path):

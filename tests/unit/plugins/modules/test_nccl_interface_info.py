@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Unit tests for sparkops.specdec.nccl_interface_info: main() runs with mocked
-# run_command / get_bin_path and fixture sysfs trees (AnsibleExitJson /
-# AnsibleFailJson pattern).
+# run_command / get_bin_path and fixture sysfs trees (conftest.run_module /
+# module_failure).
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import os
 import pytest
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.sparkops.specdec.plugins.modules import nccl_interface_info
+from ansible_collections.sparkops.specdec.tests.unit.plugins.modules.conftest import module_failure, run_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.path.join(HERE, '..', 'fixtures', 'nccl')
@@ -27,24 +27,6 @@ IP = '/usr/sbin/ip'
 def fixture_text(*parts):
     with open(os.path.join(FIXTURES, *parts)) as handle:
         return handle.read()
-
-
-class AnsibleExitJson(Exception):
-    pass
-
-
-class AnsibleFailJson(Exception):
-    pass
-
-
-def exit_json(self, **kwargs):
-    kwargs.setdefault('changed', False)
-    raise AnsibleExitJson(kwargs)
-
-
-def fail_json(self, **kwargs):
-    kwargs['failed'] = True
-    raise AnsibleFailJson(kwargs)
 
 
 class Host(object):
@@ -76,8 +58,6 @@ def host(monkeypatch):
             return real_run_command(self, args, *a, **kw)
         raise AssertionError('unexpected command %r' % (args,))
 
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', get_bin_path)
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', run_command)
     monkeypatch.setattr(basic.AnsibleModule, 'warn', lambda self, warning: state.warnings.append(warning))
@@ -85,17 +65,11 @@ def host(monkeypatch):
 
 
 def run_ok(args):
-    with patch_module_args(args):
-        with pytest.raises(AnsibleExitJson) as excinfo:
-            nccl_interface_info.main()
-    return excinfo.value.args[0]
+    return run_module(nccl_interface_info, args)
 
 
 def run_fail(args):
-    with patch_module_args(args):
-        with pytest.raises(AnsibleFailJson) as excinfo:
-            nccl_interface_info.main()
-    return excinfo.value.args[0]
+    return module_failure(nccl_interface_info, args)
 
 
 PORT1_RESULT = {

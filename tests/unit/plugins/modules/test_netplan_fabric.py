@@ -2,7 +2,7 @@
 # Unit tests for sparkops.specdec.netplan_fabric: main() runs against a fake node (its links and
 # addresses answer `ip -j addr show`, `ip addr add/del`, `ip link set`; `netplan generate/apply` are
 # recorded) with the netplan file and the checkpoint in a temporary directory
-# (AnsibleExitJson / AnsibleFailJson pattern, as tests/unit/plugins/modules/test_nccl_interface_info.py).
+# (conftest.run_module / module_failure).
 
 from __future__ import annotations
 
@@ -14,33 +14,15 @@ import sys
 import pytest
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _netplan
 from ansible_collections.sparkops.specdec.plugins.modules import netplan_fabric
+from ansible_collections.sparkops.specdec.tests.unit.plugins.modules.conftest import module_failure, run_module
 
 IP = '/usr/sbin/ip'
 NETPLAN = '/usr/sbin/netplan'
 PAIR = ['enp1s0f1np1', 'enP2p1s0f1np1']
 MGMT = '10.20.0.37'
-
-
-class AnsibleExitJson(Exception):
-    pass
-
-
-class AnsibleFailJson(Exception):
-    pass
-
-
-def exit_json(self, **kwargs):
-    kwargs.setdefault('changed', False)
-    raise AnsibleExitJson(kwargs)
-
-
-def fail_json(self, **kwargs):
-    kwargs['failed'] = True
-    raise AnsibleFailJson(kwargs)
 
 
 class Node(object):
@@ -142,8 +124,6 @@ def node(monkeypatch, tmp_path):
             self.fail_json(msg='Failed to find required executable "%s"' % arg)
         return path
 
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
     monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path', get_bin_path)
     monkeypatch.setattr(basic.AnsibleModule, 'run_command', lambda self, args, *a, **kw: state.run(args))
     monkeypatch.setattr(basic.AnsibleModule, 'warn', lambda self, warning: state.warnings.append(warning))
@@ -162,17 +142,11 @@ def args(node, **extra):
 
 
 def run_ok(module_args):
-    with patch_module_args(module_args):
-        with pytest.raises(AnsibleExitJson) as excinfo:
-            netplan_fabric.main()
-    return excinfo.value.args[0]
+    return run_module(netplan_fabric, module_args)
 
 
 def run_fail(module_args):
-    with patch_module_args(module_args):
-        with pytest.raises(AnsibleFailJson) as excinfo:
-            netplan_fabric.main()
-    return excinfo.value.args[0]
+    return module_failure(netplan_fabric, module_args)
 
 
 OURS_10 = _netplan.render(PAIR, ['192.168.100.10/24', '192.168.101.10/24'], 1)

@@ -20,36 +20,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _bench
 from ansible_collections.sparkops.specdec.plugins.modules import specdec_loadgen
+from ansible_collections.sparkops.specdec.tests.unit.plugins.modules.conftest import module_failure, run_module
 
 FIX = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'bench')
-
-
-class AnsibleExitJson(Exception):
-    pass
-
-
-class AnsibleFailJson(Exception):
-    pass
-
-
-def exit_json(self, **kwargs):
-    kwargs.setdefault('changed', False)
-    raise AnsibleExitJson(kwargs)
-
-
-def fail_json(self, **kwargs):
-    kwargs['failed'] = True
-    raise AnsibleFailJson(kwargs)
-
-
-@pytest.fixture(autouse=True)
-def patched(monkeypatch):
-    monkeypatch.setattr(basic.AnsibleModule, 'exit_json', exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, 'fail_json', fail_json)
 
 
 class Fake(object):
@@ -167,10 +143,7 @@ def fixture_text(name):
 
 
 def run(args, expect='exit'):
-    with patch_module_args(args):
-        with pytest.raises(AnsibleExitJson if expect == 'exit' else AnsibleFailJson) as excinfo:
-            specdec_loadgen.main()
-    return excinfo.value.args[0]
+    return run_module(specdec_loadgen, args) if expect == 'exit' else module_failure(specdec_loadgen, args)
 
 
 def test_streams_records_and_scrapes(server, loopback_only, tmp_path, monkeypatch):

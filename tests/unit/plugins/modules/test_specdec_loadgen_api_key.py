@@ -10,8 +10,6 @@ import json
 import pytest
 
 from ansible_collections.sparkops.specdec.tests.unit.plugins.modules import test_specdec_loadgen as tl
-# The autouse fixture that turns exit_json / fail_json into exceptions.
-from ansible_collections.sparkops.specdec.tests.unit.plugins.modules.test_specdec_loadgen import patched  # noqa: F401 pylint: disable=unused-import
 
 KEY = "lab-api-key-0123456789abcdef"
 

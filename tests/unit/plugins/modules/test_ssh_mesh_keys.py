@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Unit tests for sparkops.specdec.ssh_mesh_keys: main() against a temporary HOME (the passwd entry of the user
 # running the tests, with its home moved there), host key directory and node host key; ROOT is that user, so no root
-# is needed (AnsibleExitJson / AnsibleFailJson pattern, as test_netplan_fabric.py).
+# is needed (conftest.module_outcome: the result of exit_json or fail_json).
 
 from __future__ import annotations
 
@@ -11,32 +11,12 @@ import shutil
 
 import pytest
 
-from ansible.module_utils import basic
-from ansible.module_utils.testing import patch_module_args
-
 from ansible_collections.sparkops.specdec.plugins.module_utils import _ssh_mesh
 from ansible_collections.sparkops.specdec.plugins.modules import ssh_mesh_keys
+from ansible_collections.sparkops.specdec.tests.unit.plugins.modules.conftest import module_outcome
 
 ME = pwd.getpwuid(os.geteuid()).pw_name
 pytestmark = pytest.mark.skipif(not shutil.which("ssh-keygen"), reason="needs OpenSSH's ssh-keygen")
-
-
-class AnsibleExitJson(Exception):
-    pass
-
-
-class AnsibleFailJson(Exception):
-    pass
-
-
-def exit_json(self, **kwargs):
-    kwargs.setdefault("changed", False)
-    raise AnsibleExitJson(kwargs)
-
-
-def fail_json(self, **kwargs):
-    kwargs["failed"] = True
-    raise AnsibleFailJson(kwargs)
 
 
 class _Passwd(object):
@@ -64,19 +44,12 @@ def node(tmp_path, monkeypatch):
     monkeypatch.setattr(_ssh_mesh, "pwd", _Passwd(str(home)))
     monkeypatch.setattr(_ssh_mesh, "NODE_HOST_KEY", str(hostkey))
     monkeypatch.setattr(_ssh_mesh, "ROOT", ME)
-    monkeypatch.setattr(basic.AnsibleModule, "exit_json", exit_json)
-    monkeypatch.setattr(basic.AnsibleModule, "fail_json", fail_json)
     return {"home": home, "key_dir": tmp_path / "k"}
 
 
 def run(node, check=False, diff=False, **args):
     args = dict({"user": ME, "name": "spark-1", "host_key_dir": str(node["key_dir"])}, **args)
-    args["_ansible_check_mode"] = check
-    args["_ansible_diff"] = diff
-    with patch_module_args(args):
-        with pytest.raises((AnsibleExitJson, AnsibleFailJson)) as excinfo:
-            ssh_mesh_keys.main()
-    return excinfo.value.args[0]
+    return module_outcome(ssh_mesh_keys, args, check=check, diff=diff)
 
 
 PEER = {"user": ME, "home": "/h", "host": "ssh-ed25519 AAAAnode2 h", "mesh": "ssh-ed25519 AAAAmesh2 m",
