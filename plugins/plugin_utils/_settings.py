@@ -1275,7 +1275,32 @@ def _cross_nothing_to_act_on(effective, context):
         problems.append('specdec_server_hang_timeout: %d s, but specdec_server_autostart: false turns off the '
                         'supervisor that runs the hang watchdog, so no hung server is recycled; set '
                         'specdec_server_autostart: true, or remove specdec_server_hang_timeout.' % hang)
+    given = context.get('given') or ()
+    if effective.get('specdec_server_autostart') is False:
+        for name in _SUPERVISOR_ONLY:
+            if name in given:
+                problems.append('%s: %s, but specdec_server_autostart: false turns off the supervisor, the only reader '
+                                'of it, so it changes nothing; set specdec_server_autostart: true, or remove %s.'
+                                % (name, _said(effective.get(name)), name))
+    elif ('specdec_server_completion_probe_interval' in given and isinstance(hang, int) and not isinstance(hang, bool)
+          and hang <= 0):
+        problems.append('specdec_server_completion_probe_interval: %s s, but specdec_server_hang_timeout: %d turns off '
+                        'the hang watchdog that sends the completion probe, so none is sent; set '
+                        'specdec_server_hang_timeout above 0, or remove specdec_server_completion_probe_interval.'
+                        % (_said(effective.get('specdec_server_completion_probe_interval')), hang))
     return problems
+
+
+# Settings that only the supervisor in the container reads (roles/trtllm_container/files/specdec_supervisor.py);
+# specdec_server_hang_timeout has its own line above, specdec_server_health_timeout is Ansible's wait too.
+_SUPERVISOR_ONLY = ('specdec_server_max_failed_starts', 'specdec_server_restart_backoff_initial',
+                    'specdec_server_restart_backoff_max', 'specdec_server_min_available_memory',
+                    'specdec_server_drop_caches', 'specdec_server_completion_probe_interval')
+
+
+def _said(value):
+    """A value as YAML writes it (true/false for booleans)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _cross_allow_list(effective):

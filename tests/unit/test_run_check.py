@@ -48,6 +48,15 @@ CASES = [
     ("fleet.yml", ["--limit", "spark-1"],
      "--limit spark-1: leaves out localhost, where this playbook's play runs, so nothing would be done; drop --limit "
      "(fleet.yml runs on the controller, localhost) and pick deployments with -e '{\"fleet_deployments\": [ID, ...]}'."),
+    # Second inputs (issue 25 audit): a --limit to the Sparks' group, which leaves out fleet.yml's controller play;
+    # a host name close to the inventory's (spark-1, spark-2) that is none of them.
+    ("fleet.yml", ["--limit", "spark_nodes"],
+     "--limit spark_nodes: leaves out localhost, where this playbook's play runs, so nothing would be done; drop "
+     "--limit (fleet.yml runs on the controller, localhost) and pick deployments with -e "
+     "'{\"fleet_deployments\": [ID, ...]}'."),
+    ("single_spark.yml", ["-e", "single_spark_host=spark-3"],
+     "single_spark_host (spark-3): matches no host of the inventory, so nothing would be deployed or read; pass -e "
+     "single_spark_host=NAME naming one Spark of the inventory, or put one host in group spark_head."),
     ("benchmark.yml", ["-e", "single_spark_host=nosuch", "-e", "specdec_benchmark_allow_restart=true"],
      "single_spark_host (nosuch): matches no host of the inventory, so nothing would be deployed or read; pass -e "
      "single_spark_host=NAME naming one Spark of the inventory, or put one host in group spark_head."),
@@ -98,3 +107,26 @@ def test_a_run_that_selects_a_host_goes_on_to_it(playbook, args, tmp_path, close
     assert len(checks) == 1 and not checks[0].get("failed") and checks[0]["problems"] == []
     assert any(r.get("action") == "sparkops.specdec.specdec_plan" and not r.get("failed") for r in _results(doc))
     assert sum(s["unreachable"] for s in doc["stats"].values()) >= 1, doc["stats"]
+
+
+FLEET_NOTHING = "Fleet: 1 problem(s), no deployment was run:\n- "
+
+
+@pytest.mark.parametrize("args,line", [
+    (["-e", '{"fleet_deployments": ["nosuch"]}'],
+     "fleet_deployments: nosuch is no deployment of the inventory (known: spark-1); name deployments by their "
+     "specdec_deployment_id (a single Spark by its name)."),
+    (["-e", '{"fleet_deployments": ["spark-1", "pair-z"]}'],
+     "fleet_deployments: pair-z is no deployment of the inventory (known: spark-1); name deployments by their "
+     "specdec_deployment_id (a single Spark by its name)."),
+])
+def test_a_fleet_run_that_selects_no_deployment_fails_with_one_line(args, line, tmp_path, closed_port):
+    """Nothing selected (issue 25 item 1): fleet.yml whose deployments name none of the inventory's, or one that is
+    not there, runs no deployment and fails with the one line; no node is contacted."""
+    result, doc = _run(tmp_path, closed_port, "fleet.yml", *args)
+    assert result.returncode == 2, result.stdout[-3000:] + result.stderr[-2000:]
+    fleet = [r for r in _results(doc) if r.get("action") == "sparkops.specdec.fleet_deploy"]
+    assert len(fleet) == 1 and fleet[0]["deployments"] == [] and fleet[0]["msg"] == FLEET_NOTHING + line, fleet
+    failed = [r for r in _results(doc) if r.get("failed")]
+    assert [r["msg"] for r in failed] == [FLEET_NOTHING + line]
+    assert all(s["unreachable"] == 0 and s["changed"] == 0 for s in doc["stats"].values()), doc["stats"]

@@ -1056,3 +1056,52 @@ def test_a_setting_with_nothing_to_act_on_is_refused(settings, line):
 ])
 def test_settings_that_act_pass(settings):
     assert check(settings) == []
+
+
+# Issue 25 item 2, a timer whose runner is off (audit): the supervisor's own settings (item 4) given while
+# specdec_server_autostart: false turns the supervisor off, and the completion probe while the hang watchdog that sends
+# it is off. Before, each was accepted and changed nothing.
+@pytest.mark.parametrize('settings,lines', [
+    ({'specdec_server_autostart': False, 'specdec_server_max_failed_starts': 3},
+     ['specdec_server_max_failed_starts: 3, but specdec_server_autostart: false turns off the supervisor, the only '
+      'reader of it, so it changes nothing; set specdec_server_autostart: true, or remove '
+      'specdec_server_max_failed_starts.']),
+    ({'specdec_server_autostart': 'no', 'specdec_server_restart_backoff_initial': '2',
+      'specdec_server_restart_backoff_max': 4, 'specdec_server_drop_caches': True},
+     ['specdec_server_%s: %s, but specdec_server_autostart: false turns off the supervisor, the only reader of it, so '
+      'it changes nothing; set specdec_server_autostart: true, or remove specdec_server_%s.' % (name, value, name)
+      for name, value in (('restart_backoff_initial', 2), ('restart_backoff_max', 4), ('drop_caches', 'true'))]),
+    ({'specdec_server_autostart': False, 'specdec_server_min_available_memory': 1073741824,
+      'specdec_server_completion_probe_interval': 120},
+     ['specdec_server_%s: %s, but specdec_server_autostart: false turns off the supervisor, the only reader of it, so '
+      'it changes nothing; set specdec_server_autostart: true, or remove specdec_server_%s.' % (name, value, name)
+      for name, value in (('min_available_memory', 1073741824), ('completion_probe_interval', 120))]),
+    ({'specdec_server_hang_timeout': 0, 'specdec_server_completion_probe_interval': 90},
+     ['specdec_server_completion_probe_interval: 90 s, but specdec_server_hang_timeout: 0 turns off the hang watchdog '
+      'that sends the completion probe, so none is sent; set specdec_server_hang_timeout above 0, or remove '
+      'specdec_server_completion_probe_interval.']),
+    ({'specdec_server_hang_timeout': '0', 'specdec_server_completion_probe_interval': '600'},
+     ['specdec_server_completion_probe_interval: 600 s, but specdec_server_hang_timeout: 0 turns off the hang watchdog '
+      'that sends the completion probe, so none is sent; set specdec_server_hang_timeout above 0, or remove '
+      'specdec_server_completion_probe_interval.']),
+])
+def test_a_supervisor_setting_whose_supervisor_or_watchdog_is_off_is_refused(settings, lines):
+    got = check(settings)
+    assert sorted(got) == sorted(lines)
+    assert_well_formed(got)
+
+
+@pytest.mark.parametrize('settings', [
+    # The roles resolve every option: autostart off beside every supervisor default is what autostart: false alone
+    # looks like there (molecule/server_faults).
+    {'specdec_server_autostart': False, 'specdec_server_max_failed_starts': 5,
+     'specdec_server_restart_backoff_initial': 5, 'specdec_server_restart_backoff_max': 300,
+     'specdec_server_min_available_memory': 8589934592, 'specdec_server_drop_caches': False,
+     'specdec_server_completion_probe_interval': 300},
+    {'specdec_server_max_failed_starts': 3, 'specdec_server_restart_backoff_initial': 2,
+     'specdec_server_restart_backoff_max': 4, 'specdec_server_drop_caches': True},   # molecule/single_node's cap test
+    {'specdec_server_hang_timeout': 0, 'specdec_server_max_failed_starts': 2},      # the cap works without a watchdog
+    {'specdec_server_hang_timeout': 15, 'specdec_server_completion_probe_interval': 60},
+])
+def test_supervisor_settings_that_act_pass(settings):
+    assert check(settings) == []
