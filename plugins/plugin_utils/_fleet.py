@@ -189,6 +189,11 @@ def group_deployments(hosts, host_vars, groups, group_vars=None):
                 line = id_problem(host, settings[host].get("specdec_deployment_id"))
                 if line:
                     errors.append(line)
+        elif dep_id and ("/" in dep_id or dep_id.startswith(".") or "\x00" in dep_id):
+            # A host's name as the id: any name Ansible takes, unless it would leave the directory of the files it names.
+            errors.append("specdec_deployment_id on %s: unset, so the host's name %s is the deployment's id, but it is "
+                          "not a plain file name (it names the deployment's state and log files); set "
+                          "specdec_deployment_id on it: %s." % (dep_id, json.dumps(dep_id), _ID_FIX))
         if len(members) > MAX_MEMBERS:
             if kind == "groups":
                 errors.append("inventory: groups %s and %s hold %d hosts without specdec_deployment_id (%s); a "

@@ -647,6 +647,23 @@ def test_the_report_holds_each_outcome_as_soon_as_it_ends_while_others_run(fake,
     assert seen["deployments"][1]["failures"][0]["msg"] == "image not found"
 
 
+@pytest.mark.parametrize("host", ["../outside", "a/b", ".hidden"])
+def test_a_host_whose_name_is_no_file_name_is_refused_as_an_id(fake, host):
+    """A host without specdec_deployment_id stands alone under its name: a name that would leave the directory of the
+    files it names (logs here, state files on the node) is refused before any run; the others run."""
+    source = fake.tmp / "hosts.yml"
+    source.write_text(FLEET.read_text().replace("spark-5:", json.dumps(host) + ":"))
+    result = run(source, fake)
+    assert sorted(by_limit(fake.runs())) == ["spark-1,spark-2", "spark-3,spark-4"]
+    assert result["invalid"] == [host] and result["serving"] == ["pair-a", "pair-b"]
+    assert [f["msg"] for f in result["deployments"][2]["failures"]] == [
+        "specdec_deployment_id on %s: unset, so the host's name %s is the deployment's id, but it is not a plain file "
+        "name (it names the deployment's state and log files); set specdec_deployment_id on it: use 1 to 63 letters, "
+        "digits, '.', '_' or '-', starting with a letter or digit, e.g. \"pair-a\"." % (host, json.dumps(host))]
+    assert sorted(os.listdir(str(fake.tmp / "logs"))) == [
+        "pair-a.json", "pair-a.stderr", "pair-b.json", "pair-b.stderr"]
+
+
 # --- the pure parts -------------------------------------------------------------------------------------------------
 
 DEP = {"id": "pair-a", "topology": "two_sparks", "members": ["spark-1", "spark-2"], "head": "spark-1", "errors": []}
