@@ -632,6 +632,7 @@ def test_a_report_that_cannot_be_written_later_loses_no_outcome(fake, monkeypatc
                                       "outcomes are in this run's result and its specdec_fleet stats only."
                                       % (fake.tmp / "fleet.json"))
     assert result["msg"].endswith("\n- " + result["report_error"])
+    assert stats.fleet_stats(result)["report_error"] == result["report_error"]
 
 
 def test_the_report_holds_each_outcome_as_soon_as_it_ends_while_others_run(fake, monkeypatch):
