@@ -28,11 +28,11 @@ description:
     C(ps)). Each reaches the run as C(--extra-vars @FILE), a mode 0600 file in a private (0700) temporary directory,
     in the same place among the other extra vars (the same precedence), removed when the run ends, failed or not.
     C(-e @file) is passed as given.
-  - Before any run starts, every deployment is checked, all of them before the first run: its inventory (a
+  - Before any run starts, every deployment is checked, all of them before the first run, for its inventory (a
     C(specdec_deployment_id) that is not a plain file name or that YAML reads as a number, date or boolean, a host
     name that is not a plain file name where it is the id, its head, its size, members outside O(hosts)), its log
     files (outside O(log_dir), the report itself, or a directory, link or unwritable file in their place), then its
-    settings: the first tier of its playbook's preflight (C(preflight_inventory.yml) with its C(preflight_topology),
+    settings, with the first tier of its playbook's preflight (C(preflight_inventory.yml) with its C(preflight_topology),
     the same options as its run, no host contacted; O(parallel) at a time). A deployment that fails is reported with
     status V(invalid) and one line per problem, is not started (left as it was), and counts against O(max_failures);
     the others run. A check that cannot run is that deployment's problem. Problems of the run itself (an unknown id
@@ -43,7 +43,7 @@ description:
   - The report is written as each deployment ends (deployments without an outcome yet are V(running) or V(pending),
     and C(complete) is false until the last one has ended), so an interrupted fleet run keeps the outcomes it had.
     The report is first written before any check or run; a report that cannot be written later never stops a run
-    and never loses an outcome: the result and the C(specdec_fleet) stats hold them, with RV(report_error).
+    and never loses an outcome; the result and the C(specdec_fleet) stats hold them, with RV(report_error).
     An error in the code that runs one deployment (its run cannot start, its output cannot be read) is that
     deployment's failure (status V(failed), rc null), never the fleet's. Log files are named by the id, which is a
     plain file name; they never leave O(log_dir) whatever the id holds.
