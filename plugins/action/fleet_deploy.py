@@ -76,11 +76,11 @@ def _log_problems(dep, log_dir, report_path):
         return [str(exc)]
     problems = []
     for path in paths:
+        replaceable = os.path.isfile(path) and os.access(path, os.W_OK)
         if os.path.realpath(path) == os.path.realpath(report_path):
             problems.append("fleet_log_dir: the log file of deployment %s is %s, the report (fleet_report_path); set "
                             "another fleet_log_dir or fleet_report_path." % (dep["id"], path))
-        elif os.path.islink(path) or (os.path.lexists(path) and not (os.path.isfile(path) and
-                                                                       os.access(path, os.W_OK))):
+        elif os.path.islink(path) or (os.path.lexists(path) and not replaceable):
             what = ("a symbolic link" if os.path.islink(path) else "a directory" if os.path.isdir(path)
                     else "not a regular file" if not os.path.isfile(path) else "not writable")
             problems.append("fleet_log_dir: the log file of deployment %s, %s, is %s; remove it or set another "
