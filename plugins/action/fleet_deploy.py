@@ -55,6 +55,84 @@ def _vars_text(item):
     return json.dumps({str(k): str(v) for k, v in parse_kv(item).items()}, sort_keys=True) + "\n"
 
 
+def _log_paths(dep, log_dir):
+    """The run's JSON output and stderr files of ``dep`` in ``log_dir``; ValueError (one line) for a file that would
+    be outside it (whatever the id holds, the files are named by it as a plain file name)."""
+    name = _fleet.log_name(dep["id"])
+    paths = (os.path.join(log_dir, "%s.json" % name), os.path.join(log_dir, "%s.stderr" % name))
+    for path in paths:
+        if os.path.dirname(os.path.realpath(path)) != os.path.realpath(log_dir):
+            raise ValueError("fleet_log_dir: the log file of deployment %s would be outside %s; give the deployment a "
+                             "plain file name as its specdec_deployment_id." % (dep["id"], log_dir))
+    return paths
+
+
+def _log_problems(dep, log_dir, report_path):
+    """The problems of ``dep``'s log files, found before any run (one line each): outside the directory, the report
+    itself, or a file there that cannot be replaced (a directory, a symbolic link, not writable)."""
+    try:
+        paths = _log_paths(dep, log_dir)
+    except ValueError as exc:
+        return [str(exc)]
+    problems = []
+    for path in paths:
+        replaceable = os.path.isfile(path) and os.access(path, os.W_OK)
+        if os.path.realpath(path) == os.path.realpath(report_path):
+            problems.append("fleet_log_dir: the log file of deployment %s is %s, the report (fleet_report_path); set "
+                            "another fleet_log_dir or fleet_report_path." % (dep["id"], path))
+        elif os.path.islink(path) or (os.path.lexists(path) and not replaceable):
+            what = ("a symbolic link" if os.path.islink(path) else "a directory" if os.path.isdir(path)
+                    else "not a regular file" if not os.path.isfile(path) else "not writable")
+            problems.append("fleet_log_dir: the log file of deployment %s, %s, is %s; remove it or set another "
+                            "fleet_log_dir." % (dep["id"], path, what))
+    return problems
+
+
+def _write_vars(cli, vars_dir):
+    """The private vars files of a run (``_fleet.vars_files``), each 0600 in ``vars_dir`` (a directory made 0700 for
+    the run and removed when it ends)."""
+    for path, item in _fleet.vars_files(cli, vars_dir):
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as handle:
+            handle.write(_vars_text(item))
+
+
+def _check(ansible_playbook, dep, cli):
+    """Check one deployment before any run starts: the first tier of its playbook's preflight (the inventory and every
+    setting, no host contacted), with the options of its run. Returns its problems, one line each ([]: it passed).
+
+    Its output is not kept (the problems are in the report); inline extra vars reach it as they reach the run."""
+    env = dict(os.environ, **_CHILD_ENV)
+    vars_dir = tempfile.mkdtemp(prefix="specdec-fleet-vars.")
+    try:
+        _write_vars(cli, vars_dir)
+        argv = _fleet.run_argv(ansible_playbook, _PLAYBOOK_DIR, dep, cli, vars_dir, check=True)
+        done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=env,
+                              check=False)
+    finally:
+        shutil.rmtree(vars_dir, ignore_errors=True)
+    return _fleet.check_problems(done.returncode, _fleet.parse_output(done.stdout.decode("utf-8", "replace")),
+                                 done.stderr[-2000:].decode("utf-8", "replace"))
+
+
+def _check_all(deployments, workers, check_one):
+    """``check_one(dep)`` for every deployment, ``workers`` at a time: id -> its problems (only those with one). An
+    exception while checking one deployment is that deployment's problem, never the fleet's."""
+    found = {}
+    if not deployments:
+        return found
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(workers, 1)) as pool:
+        futures = {pool.submit(check_one, dep): dep for dep in deployments}
+        for future in concurrent.futures.as_completed(futures):
+            dep = futures[future]
+            try:
+                problems = list(future.result())
+            except Exception as exc:  # a check that could not run: this deployment is not started
+                problems = ["fleet_deploy could not check deployment %s: %s" % (dep["id"], _fleet.error_line(exc))]
+            if problems:
+                found[dep["id"]] = problems
+    return found
+
+
 def _run(ansible_playbook, dep, cli, log_dir, check):
     """Run one deployment's playbook; its JSON output and stderr are kept in log_dir/<id>.json and .stderr.
 
@@ -62,21 +140,14 @@ def _run(ansible_playbook, dep, cli, log_dir, check):
     when it ends, whatever the outcome), never on its command line (public, ``ps``)."""
     # The files are named by the id as a plain file name (ids that are not are refused before any run; whatever the id
     # holds, the files stay in log_dir).
-    name = _fleet.log_name(dep["id"])
-    out_path = os.path.join(log_dir, "%s.json" % name)
-    err_path = os.path.join(log_dir, "%s.stderr" % name)
-    for path in (out_path, err_path):
-        if os.path.dirname(os.path.realpath(path)) != os.path.realpath(log_dir):
-            raise ValueError("the log file of deployment %s would be outside %s" % (dep["id"], log_dir))
+    out_path, err_path = _log_paths(dep, log_dir)
     env = dict(os.environ, **_CHILD_ENV)
     started = datetime.datetime.now(datetime.timezone.utc)
     # 0600: a run's results are censored where a task says no_log, but they are the deployment's own business.
     flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
     vars_dir = tempfile.mkdtemp(prefix="specdec-fleet-vars.")
     try:
-        for path, item in _fleet.vars_files(cli, vars_dir):
-            with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as handle:
-                handle.write(_vars_text(item))
+        _write_vars(cli, vars_dir)
         argv = _fleet.run_argv(ansible_playbook, _PLAYBOOK_DIR, dep, cli, vars_dir)
         with os.fdopen(os.open(out_path, flags, 0o600), "wb") as out, \
                 os.fdopen(os.open(err_path, flags, 0o600), "wb") as err:
@@ -185,11 +256,10 @@ class ActionModule(ActionBase):
             result["msg"] = "Fleet: %d problem(s), no deployment was run:\n- %s" % (len(errors), "\n- ".join(errors))
             return result
 
-        # Checked for every deployment before any run starts: one that fails is reported, not started, and counts
-        # against the failure budget; the others run.
-        refused = {dep["id"]: _fleet.invalid(dep, dep["problems"]) for dep in deployments if dep["problems"]}
-        os.makedirs(log_dir, exist_ok=True)
-        os.makedirs(os.path.dirname(report_path), exist_ok=True)
+        # Checked for every deployment before any run starts (its inventory above; its log files and its settings
+        # below): one that fails is reported with its problems, not started, and counts against the failure budget;
+        # the others run.
+        refused = {dep["id"]: list(dep["problems"]) for dep in deployments if dep["problems"]}
         workers = min(parallel or len(deployments), len(deployments))
         ansible_playbook = _ansible_playbook(args.get("ansible_playbook"))
 
@@ -204,21 +274,60 @@ class ActionModule(ActionBase):
         def write(report):
             _files.write_private(report_path, json.dumps(report, indent=2, sort_keys=True) + "\n", ".specdec-fleet.")
 
+        # The fleet's own files: the log directory and the report are written before any check or run (the report
+        # lists every deployment as pending); a fleet that cannot keep its outcomes runs nothing.
+        try:
+            os.makedirs(log_dir, exist_ok=True)
+            if not os.access(log_dir, os.W_OK | os.X_OK):
+                raise PermissionError("not writable")
+        except OSError as exc:
+            errors.append("fleet_log_dir: cannot write %s (%s); set a directory you can write, e.g. "
+                          "specdec-fleet-logs." % (log_dir, _fleet.error_line(exc)))
+        if not errors:
+            try:
+                os.makedirs(os.path.dirname(report_path), exist_ok=True)
+                write(report_of({})[1])
+            except OSError as exc:
+                errors.append("fleet_report_path: cannot write %s (%s); set a file in a directory you can write, e.g. "
+                              "specdec-fleet.json." % (report_path, _fleet.error_line(exc)))
+        if errors:
+            result["failed"] = True
+            result["msg"] = "Fleet: %d problem(s), no deployment was run:\n- %s" % (len(errors), "\n- ".join(errors))
+            return result
+        for dep in deployments:
+            if dep["id"] not in refused:
+                problems = _log_problems(dep, log_dir, report_path)
+                if problems:
+                    refused[dep["id"]] = problems
+        checked = _check_all([d for d in deployments if d["id"] not in refused], workers,
+                             lambda dep: _check(ansible_playbook, dep, cli))
+        refused.update(checked)
+        refused = {dep["id"]: _fleet.invalid(dep, refused[dep["id"]]) for dep in deployments if dep["id"] in refused}
+
+        report_errors = []
+
         def progress(outcomes, running):
-            # Each outcome is written as it ends; a report that cannot be written now is written at the end.
+            # Each outcome is written as it ends; a report that cannot be written now is written at the end. Whatever
+            # goes wrong here, the runs go on (their outcomes are kept in memory).
             try:
                 write(report_of(outcomes, running)[1])
-            except OSError:
-                pass
+            except Exception as exc:  # the runs matter more than this copy of their outcomes
+                report_errors.append(_fleet.error_line(exc))
 
         outcomes = _run_all(deployments, workers, max_failures,
                             lambda dep: _run(ansible_playbook, dep, cli, log_dir, check), refused, progress)
         summary, report = report_of({o["id"]: o for o in outcomes}, complete=True)
-        write(report)
         result.update(report)
         result["report"] = report_path
         result["changed"] = any(o["changed"] for o in outcomes)
+        result["msg"] = summary["msg"]
         if summary["not_serving"] or summary["invalid"]:
             result["failed"] = True
-        result["msg"] = summary["msg"]
+        try:
+            write(report)
+        except Exception as exc:  # the outcomes are still this result (and specdec_fleet's stats)
+            result["failed"] = True
+            result["report_error"] = ("fleet_report_path: cannot write %s (%s); the outcomes are in this run's result "
+                                      "and its specdec_fleet stats only." % (report_path, _fleet.error_line(exc)))
+            result["msg"] += "\n- " + result["report_error"]
         return result

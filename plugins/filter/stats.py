@@ -200,6 +200,8 @@ def fleet_stats(result):
         "not_run": list(result.get("not_run") or []),
         "deployments": deployments,
         "report_path": result.get("report"),
+        # The report could not be written once the runs had ended: these stats are where the outcomes are.
+        "report_error": result.get("report_error"),
         # Problems found before any run (the inventory, the settings): no deployment ran.
         "problems": result.get("msg") if not deployments else None,
     }

@@ -28,15 +28,22 @@ description:
     C(ps)). Each reaches the run as C(--extra-vars @FILE), a mode 0600 file in a private (0700) temporary directory,
     in the same place among the other extra vars (the same precedence), removed when the run ends, failed or not.
     C(-e @file) is passed as given.
-  - Before any run starts, every deployment is checked (in its inventory, a C(specdec_deployment_id) that is not a plain
-    file name or that YAML reads as a number, date or boolean, its head, its size, members outside O(hosts)). A
-    deployment that fails is reported with status V(invalid) and one line per problem, is not started (left as it
-    was), and counts against O(max_failures); the others run. Problems of the run itself (an unknown id in
-    O(deployments), an option that prompts, a bad setting) still start nothing.
+  - Before any run starts, every deployment is checked, all of them before the first run, for its inventory (a
+    C(specdec_deployment_id) that is not a plain file name or that YAML reads as a number, date or boolean, a host
+    name that is not a plain file name where it is the id, its head, its size, members outside O(hosts)), its log
+    files (outside O(log_dir), the report itself, or a directory, link or unwritable file in their place), then its
+    settings, with the first tier of its playbook's preflight (C(preflight_inventory.yml) with its C(preflight_topology),
+    the same options as its run, no host contacted; O(parallel) at a time). A deployment that fails is reported with
+    status V(invalid) and one line per problem, is not started (left as it was), and counts against O(max_failures);
+    the others run. A check that cannot run is that deployment's problem. Problems of the run itself (an unknown id
+    in O(deployments), an option that prompts, a bad setting, a O(log_dir) or O(report_path) that cannot be written)
+    start nothing.
   - Fails when any deployment does not serve or was refused, listing for each the node, the task and its message; the
     other deployments are left as their runs left them (serving). The JSON report at O(report_path) holds the same.
   - The report is written as each deployment ends (deployments without an outcome yet are V(running) or V(pending),
     and C(complete) is false until the last one has ended), so an interrupted fleet run keeps the outcomes it had.
+    The report is first written before any check or run; a report that cannot be written later never stops a run
+    and never loses an outcome; the result and the C(specdec_fleet) stats hold them, with RV(report_error).
     An error in the code that runs one deployment (its run cannot start, its output cannot be read) is that
     deployment's failure (status V(failed), rc null), never the fleet's. Log files are named by the id, which is a
     plain file name; they never leave O(log_dir) whatever the id holds.
@@ -111,7 +118,8 @@ notes:
     C(--ask-pass) or C(--ask-become-pass) (a run in the background cannot prompt; use C(--vault-password-file) or
     Vault-encrypted variables)."
   - A deployment whose run could not even start a play (a missing playbook, an inventory that does not parse) is
-    reported with C(ansible-playbook)'s exit code and the end of its stderr.
+    reported with C(ansible-playbook)'s exit code and the end of its stderr; a check that fails that way makes it
+    V(invalid) with the same.
   - The JSON output format is the C(ansible.posix.json) callback's (C(plays[].tasks[].hosts), C(stats),
     C(global_custom_stats)).
 seealso:
@@ -197,6 +205,11 @@ complete:
 report:
   description: Path of the JSON report (the same keys as this result), written as each deployment ends.
   returned: when the runs started
+  type: str
+report_error:
+  description: 'Why the report could not be written once the runs had ended (one line); the outcomes are in this
+    result only, and the task fails.'
+  returned: when the report could not be written after the runs
   type: str
 msg:
   description: One line per deployment that failed (node, task, message), else the deployments that serve.

@@ -189,6 +189,11 @@ def group_deployments(hosts, host_vars, groups, group_vars=None):
                 line = id_problem(host, settings[host].get("specdec_deployment_id"))
                 if line:
                     errors.append(line)
+        elif dep_id and ("/" in dep_id or dep_id.startswith(".") or "\x00" in dep_id):
+            # A host's name as the id: any name Ansible takes, unless it would leave the directory of the files it names.
+            errors.append("specdec_deployment_id on %s: unset, so the host's name %s is the deployment's id, but it is "
+                          "not a plain file name (it names the deployment's state and log files); set "
+                          "specdec_deployment_id on it: %s." % (dep_id, json.dumps(dep_id), _ID_FIX))
         if len(members) > MAX_MEMBERS:
             if kind == "groups":
                 errors.append("inventory: groups %s and %s hold %d hosts without specdec_deployment_id (%s); a "
@@ -265,6 +270,9 @@ def check_limit(fleet, play_hosts, groups=None):
 
 # The playbook that deploys a deployment of each topology.
 PLAYBOOKS = {"two_sparks": "two_sparks.yml", "single_spark": "single_spark.yml"}
+# The first tier of both playbooks' preflight (the inventory and every setting, no host contacted): fleet_deploy runs
+# it for every deployment before any deployment's run starts (run_argv(..., check=True)).
+CHECK_PLAYBOOK = "preflight_inventory.yml"
 
 # ansible-playbook options of the fleet run passed on to each deployment's run, as (CLIARGS key, flag, kind).
 # Not passed: --limit and tags (each run targets its deployment whole), --forks (a run holds one or two hosts).
@@ -351,8 +359,12 @@ def vars_files(cli, vars_dir):
     return [("%s/extra-vars-%d.yml" % (vars_dir.rstrip("/"), n), item) for n, item in enumerate(items, 1)]
 
 
-def run_argv(ansible_playbook, playbook_dir, dep, cli, vars_dir):
+def run_argv(ansible_playbook, playbook_dir, dep, cli, vars_dir, check=False):
     """The ansible-playbook command of one deployment's run (a list; ``cli`` is the fleet run's CLIARGS).
+
+    ``check``: the command of the deployment's check instead, the first tier of its playbook's preflight
+    (``preflight_inventory.yml`` with its ``preflight_topology``: the inventory and every setting, as its playbook
+    checks them, no host contacted), with the same options.
 
     The run targets the deployment whole (``--limit`` to its members) with the playbook of its topology
     (``single_spark.yml`` also gets ``-e single_spark_host=NAME``), and inherits the fleet run's inventories, Vault,
@@ -388,7 +400,9 @@ def run_argv(ansible_playbook, playbook_dir, dep, cli, vars_dir):
     argv += ["--limit", ",".join(dep["members"])]
     if dep["topology"] == "single_spark":
         argv += ["--extra-vars", "single_spark_host=%s" % dep["members"][0]]
-    argv.append("%s/%s" % (playbook_dir.rstrip("/"), PLAYBOOKS[dep["topology"]]))
+    if check:
+        argv += ["--extra-vars", "preflight_topology=%s" % dep["topology"]]
+    argv.append("%s/%s" % (playbook_dir.rstrip("/"), CHECK_PLAYBOOK if check else PLAYBOOKS[dep["topology"]]))
     return argv
 
 
@@ -408,6 +422,36 @@ def parse_output(text):
             found = document
         start = text.find("\n{", begin)
     return found
+
+
+def check_problems(rc, document, stderr_tail=""):
+    """The problems a deployment's check found (``run_argv(..., check=True)``; [] when it passed), one line each.
+
+    The failed task that stopped each host (its last failed one) gives its message's lines: a message of several lines
+    is a header ("Deployment pair-b: 2 problem(s), nothing was changed:") and one ``- `` line per problem, each kept
+    without the header; a message of one line is kept whole; a problem two hosts share is kept once. A check that failed
+    without a failed task (ansible-playbook could not load the inventory, a Vault password is missing) gives one line
+    from its stderr."""
+    document = document if isinstance(document, dict) else {}
+    last = {}
+    for play in document.get("plays") or []:
+        for task in play.get("tasks") or []:
+            for host, result in (task.get("hosts") or {}).items():
+                if isinstance(result, dict) and (result.get("failed") or result.get("unreachable")):
+                    last[host] = result
+    lines = []
+    for result in last.values():
+        text = str(result.get("msg") or "").strip().splitlines()
+        items = [t.strip()[2:] for t in text[1:] if t.strip().startswith("- ")]
+        for line in items if len(text) > 1 and text[0].rstrip().endswith(":") and items else [_message(result)]:
+            line = " ".join(line.split())[:400]
+            if line and line not in lines:
+                lines.append(line)
+    if rc != 0 and not lines:
+        tail = " ".join((stderr_tail or "").split())[-400:]
+        lines.append("the check of the deployment (ansible-playbook %s) exited %s%s"
+                     % (CHECK_PLAYBOOK, rc, (": " + tail) if tail else " before any task"))
+    return lines
 
 
 def _message(result):
@@ -483,19 +527,24 @@ def not_run(dep, max_failures):
 
 
 def invalid(dep, problems):
-    """The outcome of a deployment that failed the checks made before any run: not started, left as it was."""
+    """The outcome of a deployment that failed the checks made before any run (its inventory, its settings, its log
+    files): not started, left as it was."""
     return _outcome(dep, rc=None, status="invalid", hosts={h: None for h in dep["members"]}, changed=0, deploy={},
                     failures=[{"host": None, "task": None, "msg": line, "unreachable": False} for line in problems],
-                    reason="not started: its inventory has %d problem(s); it was left as it was" % len(problems))
+                    reason="not started: %d problem(s) found before any run; it was left as it was" % len(problems))
+
+
+def error_line(exc):
+    """An exception in one line: its type and its text (whitespace collapsed, at most 300 characters)."""
+    text = " ".join(str(exc).split())[:300]
+    return "%s%s" % (type(exc).__name__, (": " + text) if text else "")
 
 
 def crashed(dep, exc):
     """The outcome of a deployment whose run could not be run or read (an exception in the code that runs it)."""
-    text = " ".join(str(exc).split())[:300]
     return _outcome(dep, rc=None, status="failed", hosts={h: None for h in dep["members"]}, changed=0, deploy={},
                     failures=[{"host": None, "task": None, "unreachable": False,
-                               "msg": "fleet_deploy could not run deployment %s: %s%s"
-                                      % (dep["id"], type(exc).__name__, (": " + text) if text else "")}])
+                               "msg": "fleet_deploy could not run deployment %s: %s" % (dep["id"], error_line(exc))}])
 
 
 def waiting(dep, running):

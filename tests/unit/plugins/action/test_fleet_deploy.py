@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import stat
 import sys
 import textwrap
@@ -39,13 +40,21 @@ FLEET = ROOT / "inventories" / "example" / "fleet.yml"
 TWO_NODES = ROOT / "tests" / "unit" / "fixtures" / "inventories" / "two_nodes.yml"
 
 # The stand-in ansible-playbook: appends its argv and start/end times to $FAKE_LOG, then behaves per the deployment it
-# was limited to ($FAKE_PLAN: limit -> {"rc", "fail": {host: [task, msg]}, "unreachable": [host], "sleep"}).
+# was limited to ($FAKE_PLAN: limit -> {"rc", "fail": {host: [task, msg]}, "unreachable": [host], "sleep", "check"}).
+# A deployment's check (preflight_inventory.yml, before any run) behaves per "check" ({"rc", "fail", "sleep"}), or is
+# the real ansible-playbook's ("check": "real").
 FAKE = textwrap.dedent("""\
     #!%s
     import json, os, sys, time
     argv = sys.argv[1:]
     limit = argv[argv.index("--limit") + 1]
     plan = json.load(open(os.environ["FAKE_PLAN"])).get(limit, {})
+    checking = argv[-1].endswith("/preflight_inventory.yml")
+    if checking and plan.get("check") == "real":
+        real = os.path.join(os.path.dirname(sys.executable), "ansible-playbook")
+        os.execv(real, [real] + argv)
+    if checking:
+        plan = plan.get("check", {})
     start = time.time()
     time.sleep(plan.get("sleep", 0))
     # Each @file of --extra-vars as this run sees it: its mode, its directory's mode and its text.
@@ -57,8 +66,12 @@ FAKE = textwrap.dedent("""\
     # The fleet's report as this run finds it when it starts ($FAKE_REPORT; null when there is none yet).
     report = os.environ.get("FAKE_REPORT")
     seen = json.load(open(report)) if report and os.path.exists(report) else None
+    time.sleep(plan.get("sleep_after", 0))
+    # ... and when it ends, once the time it is planned to take has passed.
+    seen_at_end = json.load(open(report)) if report and os.path.exists(report) else None
     with open(os.environ["FAKE_LOG"], "a") as log:
-        log.write(json.dumps({"argv": argv, "start": start, "end": time.time(), "files": files, "report": seen,
+        log.write(json.dumps({"argv": argv, "check": checking, "start": start, "end": time.time(), "files": files, "report": seen,
+                              "report_at_end": seen_at_end,
                               "cmdline": open("/proc/self/cmdline").read() if os.path.exists("/proc/self/cmdline") else "",
                               "callback": os.environ.get("ANSIBLE_STDOUT_CALLBACK"),
                               "custom_stats": os.environ.get("ANSIBLE_SHOW_CUSTOM_STATS")}) + "\\n")
@@ -96,14 +109,23 @@ def fake(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_PLAN", str(plan_file))
     monkeypatch.setenv("FAKE_LOG", str(log))
 
-    def runs():
+    def logged():
         return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+    def runs():
+        """The deployments' runs (their playbooks)."""
+        return [r for r in logged() if not r["check"]]
+
+    def checks():
+        """The deployments' checks (preflight_inventory.yml), made before any run."""
+        return [r for r in logged() if r["check"]]
 
     def set_plan(plan):
         plan_file.write_text(json.dumps(plan))
 
     set_plan({})
-    return types.SimpleNamespace(path=str(script), runs=runs, set_plan=set_plan, tmp=tmp_path)
+    return types.SimpleNamespace(path=str(script), runs=runs, checks=checks, logged=logged, set_plan=set_plan,
+                                 tmp=tmp_path)
 
 
 def run(source, fake, cli=None, check=False, **args):
@@ -265,17 +287,45 @@ def test_secrets_reach_the_runs_in_private_files_never_on_their_command_line(fak
     assert (result.get("failed") is True) == bool(plan)
 
 
-def test_the_vars_files_are_removed_when_a_run_cannot_start(fake, monkeypatch, tmp_path):
+def test_the_vars_files_are_removed_when_a_check_cannot_start(fake, monkeypatch, tmp_path):
     made = []
     real = fleet_deploy.tempfile.mkdtemp
     monkeypatch.setattr(fleet_deploy.tempfile, "mkdtemp", lambda **kw: made.append(real(dir=str(tmp_path), **kw)) or made[-1])
     fake.path = str(tmp_path / "no-such-ansible-playbook")
     result = run(FLEET, fake, deployments=["spark-5"], cli={"extra_vars": ("specdec_server_hf_token=%s" % SECRET,)})
     assert len(made) == 1 and not os.path.exists(made[0])
-    # The run that cannot start is that deployment's failure, reported (not a crash of the fleet).
-    assert result["failed"] is True and result["not_serving"] == ["spark-5"]
+    # The check that cannot start is that deployment's problem, reported (not a crash of the fleet): not started.
+    assert result["failed"] is True and result["invalid"] == ["spark-5"] and result["not_serving"] == []
     (failure,) = result["deployments"][0]["failures"]
-    assert failure["host"] is None and "No such file or directory" in failure["msg"] and SECRET not in failure["msg"]
+    assert failure["host"] is None and SECRET not in failure["msg"]
+    assert failure["msg"].startswith("fleet_deploy could not check deployment spark-5: FileNotFoundError: ")
+
+
+def test_the_vars_files_are_removed_when_a_run_cannot_start(fake, monkeypatch, tmp_path):
+    """The check passes, the run cannot be spawned (here: spark-5's): that deployment's failure, the others serve.
+    (Before the checks, this was the test above with a missing ansible-playbook.)"""
+    made = []
+    real = fleet_deploy.tempfile.mkdtemp
+    monkeypatch.setattr(fleet_deploy.tempfile, "mkdtemp", lambda **kw: made.append(real(dir=str(tmp_path), **kw)) or made[-1])
+    call = fleet_deploy.subprocess.call
+
+    def spawn(argv, **kwargs):
+        if argv[argv.index("--limit") + 1] == "spark-5":
+            raise FileNotFoundError(2, "No such file or directory", argv[0])
+        return call(argv, **kwargs)
+    monkeypatch.setattr(fleet_deploy.subprocess, "call", spawn)
+    result = run(FLEET, fake, cli={"extra_vars": ("specdec_server_hf_token=%s" % SECRET,)})
+    # One private directory per check and per run, each removed.
+    assert len(made) == 6 and not any(os.path.exists(m) for m in made)
+    assert sorted(by_limit(fake.runs())) == ["spark-1,spark-2", "spark-3,spark-4"]
+    assert result["failed"] is True and result["not_serving"] == ["spark-5"]
+    assert result["serving"] == ["pair-a", "pair-b"] and result["invalid"] == []
+    (failure,) = result["deployments"][2]["failures"]
+    assert failure["host"] is None and SECRET not in failure["msg"]
+    assert failure["msg"] == ("fleet_deploy could not run deployment spark-5: FileNotFoundError: [Errno 2] No such file "
+                              "or directory: '%s'" % fake.path)
+    report = json.loads(pathlib.Path(result["report"]).read_text())
+    assert report["complete"] is True and report["not_serving"] == ["spark-5"]
 
 
 @pytest.mark.parametrize("args,cli,expected", [
@@ -456,6 +506,163 @@ def test_an_id_with_dotdot_never_writes_outside_the_log_dir(fake, dep_id):
     made = {str(p) for p in fake.tmp.rglob("*")} - before - {str(fake.tmp / "runs.jsonl")}
     assert made and all(os.path.dirname(p) == str(log_dir) for p in made), made
     assert os.path.dirname(outcome["log"]) == str(log_dir) and outcome["status"] == "serving"
+
+
+# Every deployment is checked before any run starts: its playbook's first preflight tier (inventory and settings).
+CHECK_FAILED = {"rc": 2, "fail": {"spark-3": [
+    "Check every setting and the deployment",
+    "Deployment pair-b: 2 problem(s), nothing was changed:\n"
+    "- specdec_server_port: \"abc\" is not a whole number; set an integer from 1 to 65535, e.g. 8355.\n"
+    "- trtllm_container_image: differs between spark-3 (a), spark-4 (b); set it once for the group."]}}
+
+
+def test_every_deployment_is_checked_before_any_run_starts(fake):
+    fake.set_plan({"spark-3,spark-4": {"check": CHECK_FAILED}})
+    result = run(FLEET, fake, parallel=1)
+    checks, runs = fake.checks(), fake.runs()
+    # Each deployment's check: its preflight tier with its run's options, all of them ended before the first run.
+    assert sorted(by_limit(checks)) == ["spark-1,spark-2", "spark-3,spark-4", "spark-5"]
+    assert all(c["argv"][-1] == os.path.join(fleet_deploy._PLAYBOOK_DIR, "preflight_inventory.yml") for c in checks)
+    assert by_limit(checks)["spark-5"]["argv"][-7:-1] == [
+        "--limit", "spark-5", "--extra-vars", "single_spark_host=spark-5", "--extra-vars",
+        "preflight_topology=single_spark"]
+    assert by_limit(checks)["spark-1,spark-2"]["argv"][-3:-1] == ["--extra-vars", "preflight_topology=two_sparks"]
+    assert max(c["end"] for c in checks) <= min(r["start"] for r in runs)
+    # pair-b is not started; its problems are one line each; the others run.
+    assert list(by_limit(runs)) == ["spark-1,spark-2", "spark-5"]
+    assert result["failed"] is True and result["invalid"] == ["pair-b"] and result["serving"] == ["pair-a", "spark-5"]
+    invalid = result["deployments"][1]
+    assert (invalid["status"], invalid["rc"]) == ("invalid", None)
+    assert [f["msg"] for f in invalid["failures"]] == [
+        'specdec_server_port: "abc" is not a whole number; set an integer from 1 to 65535, e.g. 8355.',
+        "trtllm_container_image: differs between spark-3 (a), spark-4 (b); set it once for the group."]
+    assert ('pair-b (spark-3, spark-4): not started: specdec_server_port: "abc" is not a whole number'
+            in result["msg"]), result["msg"]
+    report = json.loads(pathlib.Path(result["report"]).read_text())
+    assert report["invalid"] == ["pair-b"] and report["deployments"][1]["failures"] == invalid["failures"]
+    # Its check counts against the failure budget: with none, no deployment starts.
+    result = run(FLEET, fake, parallel=1, max_failures=0)
+    assert len(fake.runs()) == 2 and result["invalid"] == ["pair-b"] and result["not_run"] == ["pair-a", "spark-5"]
+
+
+def test_a_check_that_fails_before_any_task_gives_its_stderr(fake):
+    fake.set_plan({"spark-5": {"check": {"rc": 1, "garbage": True}}})
+    result = run(FLEET, fake)
+    assert result["invalid"] == ["spark-5"] and sorted(by_limit(fake.runs())) == ["spark-1,spark-2", "spark-3,spark-4"]
+    assert [f["msg"] for f in result["deployments"][2]["failures"]] == [
+        "the check of the deployment (ansible-playbook preflight_inventory.yml) exited 1: ERROR! the playbook could "
+        "not be parsed"]
+
+
+def test_the_real_preflight_of_each_deployment_refuses_a_bad_setting_before_any_run(fake, monkeypatch):
+    """The checks are the real preflight tier (ansible-playbook preflight_inventory.yml on the example inventory, no host
+    contacted); the deployments' runs are the stand-in. An extra inventory source gives pair-b a bad port."""
+    monkeypatch.setenv("ANSIBLE_CONFIG", str(ROOT / "ansible.cfg"))
+    bad = fake.tmp / "pair-b-port.yml"
+    bad.write_text("all:\n  children:\n    pair_b:\n      vars: {specdec_server_port: abc}\n")
+    fake.set_plan({limit: {"check": "real"} for limit in ("spark-1,spark-2", "spark-3,spark-4", "spark-5")})
+    cli = {"inventory": (str(FLEET), str(bad)),
+           "extra_vars": ("ansible_host=127.0.0.1 ansible_user=nvidia ansible_connection=local",)}
+    result = run(FLEET, fake, cli=cli)
+    assert sorted(by_limit(fake.runs())) == ["spark-1,spark-2", "spark-5"]
+    assert result["invalid"] == ["pair-b"] and result["serving"] == ["pair-a", "spark-5"], result["msg"]
+    assert [f["msg"] for f in result["deployments"][1]["failures"]] == [
+        'specdec_server_port: "abc" is not a whole number; set an integer from 1 to 65535 (the runbook uses 8000 on '
+        'one Spark, 8355 on two), e.g. 8355.']
+
+
+def test_a_log_file_that_cannot_be_written_is_found_before_any_run(fake):
+    (fake.tmp / "logs" / "pair-b.json").mkdir(parents=True)
+    result = run(FLEET, fake)
+    assert sorted(by_limit(fake.runs())) == ["spark-1,spark-2", "spark-5"]
+    assert "spark-3,spark-4" not in by_limit(fake.checks())
+    assert result["invalid"] == ["pair-b"] and result["serving"] == ["pair-a", "spark-5"]
+    assert [f["msg"] for f in result["deployments"][1]["failures"]] == [
+        "fleet_log_dir: the log file of deployment pair-b, %s, is a directory; remove it or set another fleet_log_dir."
+        % (fake.tmp / "logs" / "pair-b.json")]
+
+
+def test_a_log_file_that_would_be_the_report_is_refused(fake):
+    # fleet_log_dir and fleet_report_path are one directory: deployment pair-b's output would replace the report.
+    result = run(FLEET, fake, log_dir=str(fake.tmp), report_path=str(fake.tmp / "pair-b.json"))
+    assert sorted(by_limit(fake.runs())) == ["spark-1,spark-2", "spark-5"]
+    assert result["invalid"] == ["pair-b"]
+    assert [f["msg"] for f in result["deployments"][1]["failures"]] == [
+        "fleet_log_dir: the log file of deployment pair-b is %s, the report (fleet_report_path); set another "
+        "fleet_log_dir or fleet_report_path." % (fake.tmp / "pair-b.json")]
+    report = json.loads((fake.tmp / "pair-b.json").read_text())
+    assert report["complete"] is True and report["invalid"] == ["pair-b"]
+
+
+# The fleet's own files: a report or log directory that cannot be written runs nothing (one line); a report that
+# fails later never loses an outcome.
+@pytest.mark.parametrize("setting,make,line", [
+    ("report_path", lambda tmp: (tmp / "fleet.json").mkdir() or str(tmp / "fleet.json"),
+     "fleet_report_path: cannot write {path} (IsADirectoryError: [Errno 21] Is a directory: *); set a file in a "
+     "directory you can write, e.g. specdec-fleet.json."),
+    ("log_dir", lambda tmp: (tmp / "file").write_text("") * 0 or str(tmp / "file" / "logs"),
+     "fleet_log_dir: cannot write {path} (NotADirectoryError: [Errno 20] Not a directory: '{path}'); set a directory "
+     "you can write, e.g. specdec-fleet-logs."),
+])
+def test_a_fleet_that_cannot_keep_its_outcomes_runs_nothing(fake, setting, make, line):
+    path = make(fake.tmp)
+    result = run(FLEET, fake, **{setting: path})
+    assert fake.logged() == [] and result["failed"] is True and result["deployments"] == []
+    # "*": the temporary file the report is written to first (a random name), on one line.
+    expected = re.escape("Fleet: 1 problem(s), no deployment was run:\n- " + line.format(path=path))
+    assert re.fullmatch(expected.replace(re.escape("*"), "[^\n]*"), result["msg"]), result["msg"]
+
+
+def test_a_report_that_cannot_be_written_later_loses_no_outcome(fake, monkeypatch):
+    writes = []
+    real = fleet_deploy._files.write_private
+
+    def write_private(path, data, prefix):
+        writes.append(path)
+        if len(writes) > 1:  # the report before any run is written; every later write fails
+            raise RuntimeError("the disk went away")
+        return real(path, data, prefix)
+    monkeypatch.setattr(fleet_deploy._files, "write_private", write_private)
+    fake.set_plan({"spark-3,spark-4": {"rc": 2, "fail": {"spark-4": ["Start the container", "image not found"]}}})
+    result = run(FLEET, fake)
+    assert len(fake.runs()) == 3 and len(writes) > 2
+    assert result["serving"] == ["pair-a", "spark-5"] and result["not_serving"] == ["pair-b"] and result["complete"]
+    assert result["failed"] is True and [d["status"] for d in result["deployments"]] == ["serving", "failed", "serving"]
+    assert result["report_error"] == ("fleet_report_path: cannot write %s (RuntimeError: the disk went away); the "
+                                      "outcomes are in this run's result and its specdec_fleet stats only."
+                                      % (fake.tmp / "fleet.json"))
+    assert result["msg"].endswith("\n- " + result["report_error"])
+    assert stats.fleet_stats(result)["report_error"] == result["report_error"]
+
+
+def test_the_report_holds_each_outcome_as_soon_as_it_ends_while_others_run(fake, monkeypatch):
+    """All at once: when spark-5's run ends (a fleet killed then keeps this file), the report holds the two pairs'
+    outcomes, which ended before it."""
+    monkeypatch.setenv("FAKE_REPORT", str(fake.tmp / "fleet.json"))
+    fake.set_plan({"spark-3,spark-4": {"rc": 2, "fail": {"spark-4": ["Start the container", "image not found"]}},
+                   "spark-5": {"sleep_after": 3}})
+    run(FLEET, fake)
+    seen = by_limit(fake.runs())["spark-5"]["report_at_end"]
+    assert [d["status"] for d in seen["deployments"]] == ["serving", "failed", "running"]
+    assert seen["complete"] is False and seen["not_serving"] == ["pair-b"]
+    assert seen["deployments"][1]["failures"][0]["msg"] == "image not found"
+
+
+@pytest.mark.parametrize("host", ["../outside", "a/b", ".hidden"])
+def test_a_host_whose_name_is_no_file_name_is_refused_as_an_id(fake, host):
+    """A host without specdec_deployment_id stands alone under its name: a name that would leave the directory of the
+    files it names (logs here, state files on the node) is refused before any run; the others run."""
+    source = fake.tmp / "hosts.yml"
+    source.write_text(FLEET.read_text().replace("spark-5:", json.dumps(host) + ":"))
+    result = run(source, fake)
+    assert sorted(by_limit(fake.runs())) == ["spark-1,spark-2", "spark-3,spark-4"]
+    assert result["invalid"] == [host] and result["serving"] == ["pair-a", "pair-b"]
+    assert [f["msg"] for f in result["deployments"][2]["failures"]] == [
+        "specdec_deployment_id on %s: unset, so the host's name %s is the deployment's id, but it is not a plain file "
+        "name (it names the deployment's state and log files); set specdec_deployment_id on it: use 1 to 63 letters, "
+        "digits, '.', '_' or '-', starting with a letter or digit, e.g. \"pair-a\"." % (host, json.dumps(host))]
+    assert sorted(os.listdir(str(fake.tmp / "logs"))) == [
+        "pair-a.json", "pair-a.stderr", "pair-b.json", "pair-b.stderr"]
 
 
 # --- the pure parts -------------------------------------------------------------------------------------------------
