@@ -121,13 +121,23 @@ options:
     type: str
     choices: [keep, restore, release]
     default: keep
+  files:
+    description:
+      - The container's files on the node (its entrypoint, the OpenMPI hostfile, the supervisor), each C(path), C(content)
+        and C(mode), written with M(sparkops.specdec.engine_mounts) in one call as the user the task runs as, after the
+        decision (a refused recreation or a bad mount source leaves the running container's files as they were) and
+        before the container is created, recreated or started. Empty writes nothing.
+    type: list
+    elements: dict
+    default: []
 attributes:
   check_mode:
     support: full
-    description: Reports what docker_container would do (and refuses the same way); no wait, no refresh.
+    description: Reports what docker_container would do (and refuses the same way) and which of O(files) would be
+      written; no wait, no refresh.
   diff_mode:
     support: full
-    description: Shows the container's differences, as docker_container does.
+    description: Shows the container's differences, as docker_container does, and each of O(files) it writes.
   action:
     support: full
     description: Runs on the controller and executes the modules on the node.
@@ -198,6 +208,11 @@ container:
 actions:
   description: What docker_container would do (check mode only).
   returned: in check mode
+  type: list
+  elements: dict
+files:
+  description: Each of O(files) (its C(path)) and whether it was (in check mode, would be) written (C(changed)).
+  returned: with O(previous=keep)
   type: list
   elements: dict
 mount_problems:
