@@ -158,6 +158,7 @@ class ActionModule(ActionBase):
             result["changed"] = bool(run.get("changed")) or bool(written.get("changed"))
             result["container"] = run.get("container") or {}
             result["files"] = written.get("files") or []
+            result["container_changed"] = bool(run.get("changed"))
             if check and "actions" in plan:
                 result["actions"] = plan["actions"]
             diffs = []

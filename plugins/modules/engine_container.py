@@ -215,6 +215,11 @@ files:
   returned: with O(previous=keep)
   type: list
   elements: dict
+container_changed:
+  description: Whether the container itself was (in check mode, would be) created, recreated or started (RV(changed)
+    is also true when only one of O(files) was written).
+  returned: with O(previous=keep)
+  type: bool
 mount_problems:
   description: One line per bind mount whose source is missing or of the wrong type (the message joins them).
   returned: when a bind-mount source stops the run

@@ -276,7 +276,7 @@ def test_a_changed_file_alone_is_a_change_and_check_mode_shows_its_diff():
                     files={"changed": True, "files": [{"path": FILES[0]["path"], "changed": True}], "diff": diff})
     result = run(node, check=True, diff=True, files=FILES)[0]
     assert node.keys() == ["plan", "files"] and node.calls[1][1] is True and node.calls[1][2] is True
-    assert result["changed"] is True and result["diff"] == diff[0]
+    assert result["changed"] is True and result["diff"] == diff[0] and result["container_changed"] is False
 
 
 def test_a_failed_write_fails_the_task_before_the_container_changes():
