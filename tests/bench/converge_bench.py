@@ -232,7 +232,7 @@ def sparse_case(repo, env, gigabytes, runs, log_dir):
     print()
     print('models\' no-op (sparse_noop.yml: head look + list, worker look) on %s, %d GB in %d sparse files, and on %s'
           % (SPARSE_REPO, gigabytes, len(layout['files']), LAB_TARGET))
-    _, doc = run_sparse(repo, env, SPARSE_REPO, layout, {'sparse_setup': True}, 'setup', log_dir)
+    doc = run_sparse(repo, env, SPARSE_REPO, layout, {'sparse_setup': True}, 'setup', log_dir)[1]
     laid = host_json(doc['plays'][0])
     print('  laid out on %d node(s): %s bytes each, %s data blocks' % (
         len(laid), sorted({x['bytes'] for x in laid.values()}), sorted({x['blocks'] for x in laid.values()})))
@@ -241,7 +241,7 @@ def sparse_case(repo, env, gigabytes, runs, log_dir):
         small.append(run_sparse(repo, env, LAB_TARGET, layout, {}, 'small%d' % i, log_dir)[0])
         big.append(run_sparse(repo, env, SPARSE_REPO, layout, {}, 'sparse%d' % i, log_dir)[0])
         print('  run %d: %s %.2f s   %s %.2f s' % (i, LAB_TARGET, small[-1], SPARSE_REPO, big[-1]))
-    _, doc = run_sparse(repo, env, SPARSE_REPO, layout, {'sparse_atimes': True}, 'atimes', log_dir)
+    doc = run_sparse(repo, env, SPARSE_REPO, layout, {'sparse_atimes': True}, 'atimes', log_dir)[1]
     after = host_json(doc['plays'][2])
     moved = {h: sorted(e for e, t in a['atimes'].items() if laid.get(h, {}).get('atimes', {}).get(e) != t)
              for h, a in after.items()}
