@@ -216,7 +216,7 @@ files:
   type: list
   elements: dict
 container_changed:
-  description: Whether the container itself was (in check mode, would be) created, recreated or started (RV(changed)
+  description: Whether the container itself was (in check mode, would be) created, recreated or started (C(changed)
     is also true when only one of O(files) was written).
   returned: with O(previous=keep)
   type: bool
