@@ -17,8 +17,10 @@ sparse files (--sparse-gb GB, no data block written) out in both nodes' huggingf
 the way hf_download registers a download (blobs, snapshot links, the ref and hf_download's own listing manifest), and
 sparse_noop.yml runs the calls the pair's warm run makes for a model (the head's look and list, the worker's look
 against that list) --runs times on it and on the lab's target model, interleaved. It prints the seconds of those
-calls (the three tasks' wall time, from the JSON callback) for both, and whether any blob's access time moved (a
-no-op that read the 100 GB would move it; a control file shows the file system keeps access times).
+calls (the three tasks' wall time, from the JSON callback) for both, and the files whose access time moved (read)
+with their bytes: a no-op that read the weights would move theirs; the 4 KiB config.json is not an LFS file, so the
+head hashes it for its list (the Hub records no sha256 for it). A control file shows the file system keeps access
+times.
 
 No figure is compared with a threshold. The playbook runs the way the Makefile runs it: the checkout's
 .venv/bin/ansible-playbook, ANSIBLE_CONFIG=<repo>/ansible.cfg, PYTHONPATH=<repo>/.build/collections (where
@@ -243,21 +245,24 @@ def sparse_case(repo, env, gigabytes, runs, log_dir):
         print('  run %d: %s %.2f s   %s %.2f s' % (i, LAB_TARGET, small[-1], SPARSE_REPO, big[-1]))
     doc = run_sparse(repo, env, SPARSE_REPO, layout, {'sparse_atimes': True}, 'atimes', log_dir)[1]
     after = host_json(doc['plays'][2])
-    moved = {h: sorted(e for e, t in a['atimes'].items() if laid.get(h, {}).get('atimes', {}).get(e) != t)
+    by_etag = {f['etag']: f for f in layout['files']}
+    moved = {h: sorted(by_etag[e]['path'] for e, t in a['atimes'].items()
+                       if laid.get(h, {}).get('atimes', {}).get(e) != t)
              for h, a in after.items()}
+    bytes_read = {h: sum(f['size'] for f in layout['files'] if f['path'] in v) for h, v in moved.items()}
     tracked = {h: a['control_read_moves_atime'] for h, a in after.items()}
     print('  median: %s %.2f s (%.2f-%.2f), %s %.2f s (%.2f-%.2f)' % (
         LAB_TARGET, statistics.median(small), min(small), max(small),
         SPARSE_REPO, statistics.median(big), min(big), max(big)))
-    print('  blobs whose access time moved during the runs: %s (the file system keeps access times: %s)'
-          % ({h: len(v) for h, v in moved.items()}, tracked))
+    print('  files whose access time moved during the runs (read): %s, at most %s bytes a node (the file system keeps '
+          'access times: %s)' % (moved, bytes_read, tracked))
     return {
         'sparse_repo': SPARSE_REPO, 'gigabytes': gigabytes, 'files': len(layout['files']),
         'data_blocks': sorted({x['blocks'] for x in laid.values()}),
         'small_repo': LAB_TARGET, 'small_seconds': [round(x, 3) for x in small],
         'sparse_seconds': [round(x, 3) for x in big],
         'small_median': round(statistics.median(small), 3), 'sparse_median': round(statistics.median(big), 3),
-        'blobs_read': {h: len(v) for h, v in moved.items()}, 'atime_tracked': tracked,
+        'files_read': moved, 'bytes_read_at_most': bytes_read, 'atime_tracked': tracked,
     }
 
 
