@@ -32,6 +32,7 @@ DOCKER_INFO = "community.docker.docker_container_info"
 COMMAND = "ansible.legacy.command"
 SLURP = "ansible.legacy.slurp"
 FILE = "ansible.legacy.file"
+MOUNTS = "sparkops.specdec.engine_mounts"
 # Written whole (a temporary file renamed over it): a record is never half written.
 WRITE = 'umask 022; cat > "$1.tmp" && mv -f "$1.tmp" "$1"'
 WAIT_FOR = "ansible.legacy.wait_for"
@@ -50,6 +51,7 @@ ARGUMENT_SPEC = {
     "previous_record": {"type": "str", "default": ""},
     "stop_command": {"type": "list", "elements": "str", "default": []},
     "previous": {"type": "str", "default": "keep", "choices": ["keep", "restore", "release"]},
+    "files": {"type": "list", "elements": "dict", "default": []},
 }
 
 
@@ -105,6 +107,12 @@ class ActionModule(ActionBase):
                 if problems:
                     result.update(failed=True, changed=False, msg="\n".join(problems), mount_problems=problems)
                     return result
+            # The container's files (bind-mounted into it) only now: a refused run leaves the running container's.
+            written = {}
+            if args["files"]:
+                written = self._module(MOUNTS, {"files": args["files"]}, task_vars, check_mode=check, diff=want_diff)
+                if written.get("failed"):
+                    return self._failed(result, written, "engine_mounts (the container's files)")
             decision = _change.apply_decision(plan, args["allow_recreate"], record, kept_matches) if path else {}
             result["previous_action"] = decision
             if decision.get("action") == "restore" and not check:
@@ -129,12 +137,19 @@ class ActionModule(ActionBase):
                         back = self._restore(record, path, task_vars)
                         result["previous_restored"] = not back.get("failed")
                     return self._failed(result, run, "docker_container")
-            result["changed"] = bool(run.get("changed"))
+            result["changed"] = bool(run.get("changed")) or bool(written.get("changed"))
             result["container"] = run.get("container") or {}
+            result["files"] = written.get("files") or []
+            result["container_changed"] = bool(run.get("changed"))
             if check and "actions" in plan:
                 result["actions"] = plan["actions"]
-            if want_diff and result["changed"] and (run.get("diff") or plan.get("diff")):
-                result["diff"] = run.get("diff") or plan.get("diff")
+            diffs = []
+            if want_diff and run.get("changed") and (run.get("diff") or plan.get("diff")):
+                diffs.append(run.get("diff") or plan.get("diff"))
+            if want_diff and written.get("changed"):
+                diffs.extend(written.get("diff") or [])
+            if diffs:
+                result["diff"] = diffs[0] if len(diffs) == 1 else diffs
 
             port = args["sshd_port"]
             if port and not check:

@@ -121,6 +121,15 @@ options:
     type: str
     choices: [keep, restore, release]
     default: keep
+  files:
+    description:
+      - The container's files on the node (its entrypoint, the OpenMPI hostfile, the supervisor), each C(path), C(content)
+        and C(mode), written with M(sparkops.specdec.engine_mounts) in one call as the user the task runs as, after the
+        decision (a refused recreation or a bad mount source leaves the running container's files as they were) and
+        before the container is created, recreated or started. Empty writes nothing.
+    type: list
+    elements: dict
+    default: []
 extends_documentation_fragment:
   - sparkops.specdec.attributes
   - sparkops.specdec.attributes.platform
@@ -128,10 +137,11 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: Reports what docker_container would do (and refuses the same way); no wait, no refresh.
+    details: Reports what docker_container would do (and refuses the same way) and which of O(files) would be
+      written; no wait, no refresh.
   diff_mode:
     support: full
-    details: Shows the container's differences, as docker_container does.
+    details: Shows the container's differences, as docker_container does, and each of O(files) it writes.
   idempotent:
     support: full
     details: A second run with the same spec leaves the container as it is (docker_container compares it).
@@ -206,6 +216,16 @@ actions:
   returned: in check mode
   type: list
   elements: dict
+files:
+  description: Each of O(files) (its C(path)) and whether it was (in check mode, would be) written (C(changed)).
+  returned: with O(previous=keep)
+  type: list
+  elements: dict
+container_changed:
+  description: Whether the container itself was (in check mode, would be) created, recreated or started (C(changed)
+    is also true when only one of O(files) was written).
+  returned: with O(previous=keep)
+  type: bool
 mount_problems:
   description: One line per bind mount whose source is missing or of the wrong type (the message joins them).
   returned: when a bind-mount source stops the run

@@ -49,6 +49,17 @@ options:
     type: list
     elements: str
     default: []
+  files:
+    description:
+      - Files to write, each C(path) (absolute), C(content) (text) and C(mode) (octal string), as
+        M(ansible.builtin.copy) with C(content) would write them as the user the module runs as (the content compared
+        byte for byte, then written to a temporary name in the same directory and renamed into place; a mode that
+        differs is set). The M(sparkops.specdec.engine_container) action writes the container's files with it
+        (entrypoint, OpenMPI hostfile, supervisor) once it has decided about the container, one call for all of them.
+      - A path that exists as anything but a regular file (or a link to one) is an error; nothing is changed then.
+    type: list
+    elements: dict
+    default: []
   mounts:
     description: The bind mounts to look at - the items of the filter C(sparkops.specdec.trtllm_container_mounts), each
       with C(source) (absolute path) and the other keys returned unchanged in the C(item) of RV(mount_stats).
@@ -61,11 +72,13 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
-    details: Reports which directories would be created or changed; creates and changes nothing. RV(mount_stats) is the node
-      as it is (a directory check mode would create is reported missing, as a stat loop reports it).
+    details: Reports which directories would be created or changed and which files written; creates and changes
+      nothing. RV(mount_stats) is the node as it is (a directory check mode would create is reported missing, as a
+      stat loop reports it).
   diff_mode:
     support: full
-    details: Before and after (state, owner, mode) of each directory it creates or changes.
+    details: Before and after (state, owner, mode) of each directory it creates or changes, and the content (and
+      mode) of each file it writes.
   idempotent:
     support: full
 notes:
@@ -101,6 +114,14 @@ directories:
     path: {description: The directory., type: str}
     created: {description: It (or a parent of it) did not exist., type: bool}
     changed: {description: 'It was created, or its owner or mode changed.', type: bool}
+files:
+  description: Each of O(files) (its C(path)) and whether it was (or, in check mode, would be) written.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    path: {description: The file., type: str}
+    changed: {description: 'Its content or mode changed, or it was created.', type: bool}
 python_modules_missing:
   description: The O(python_modules) the node's Python cannot import.
   returned: always
@@ -123,6 +144,7 @@ import importlib.util
 import os
 import pwd
 import stat as statmod
+import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -194,6 +216,50 @@ def plan_directories(directories, uid, mode):
     return steps
 
 
+def plan_files(files):
+    """[(path, content bytes, mode, before bytes or None, before mode or None, changed)] of each entry of files.
+
+    Raises MountsError, before any change, on a path that is not absolute or exists as anything but a regular file.
+    """
+    planned = []
+    for entry in files:
+        entry = entry or {}
+        path = os.path.normpath(str(entry.get("path") or ""))
+        if not os.path.isabs(path):
+            raise MountsError("files: %r is not an absolute path; give the full path." % (entry.get("path"),))
+        content = str(entry.get("content") if entry.get("content") is not None else "").encode("utf-8")
+        mode = _mode(entry.get("mode") or "0644")
+        before = before_mode = None
+        if os.path.lexists(path):
+            if not os.path.isfile(path):
+                raise MountsError("%s exists and is not a regular file (the engine container needs a file there): move "
+                                  "it away, then re-run. Nothing was changed." % path)
+            with open(path, "rb") as handle:
+                before = handle.read()
+            before_mode = statmod.S_IMODE(os.stat(path).st_mode)
+        planned.append((path, content, mode, before, before_mode, before != content or before_mode != mode))
+    return planned
+
+
+def write_file(path, content, mode):
+    """Write content to a temporary name beside path, set mode, rename it into place (path keeps its name)."""
+    directory = os.path.dirname(path)
+    fd, tmp = tempfile.mkstemp(prefix=".%s." % os.path.basename(path), dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(content)
+        os.chmod(tmp, mode)
+        os.replace(tmp, os.path.realpath(path) if os.path.islink(path) else path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _text(data):
+    return data.decode("utf-8", "replace") if data is not None else ""
+
+
 def apply_steps(steps, uid, mode):
     for path, action in steps:
         if action == "mkdir":
@@ -226,7 +292,7 @@ def mount_stat(mount):
 def run(module):
     params = module.params
     directories = [str(path) for path in params["directories"] or []]
-    result = {"changed": False, "directories": [], "mount_stats": []}
+    result = {"changed": False, "directories": [], "files": [], "mount_stats": []}
     if directories and not params["owner"]:
         raise MountsError("owner: missing; give the user that owns directories (the deploy user).")
     mode = _mode(params["mode"])
@@ -234,6 +300,7 @@ def run(module):
     if directories:
         uid = _owner_uid(params["owner"])
         steps = plan_directories(directories, uid, mode)
+    planned = plan_files(params["files"] or [])
     before = [_describe(path) for path, _action in steps]
     if steps and not module.check_mode:
         apply_steps(steps, uid, mode)
@@ -249,6 +316,18 @@ def run(module):
             result["diff"] = [{"before_header": item["path"], "after_header": item["path"], "before": before_item,
                                "after": after_item}
                               for item, before_item, after_item in zip(after, before, after)]
+    for path, content, file_mode, old, old_mode, changed in planned:
+        if changed and not module.check_mode:
+            write_file(path, content, file_mode)
+        result["files"].append({"path": path, "changed": changed})
+        if changed:
+            result["changed"] = True
+            if module._diff:
+                mode_note = old_mode not in (None, file_mode)
+                result.setdefault("diff", []).append({
+                    "before_header": path if old is not None else "%s (absent)" % path, "after_header": path,
+                    "before": _text(old) + ("# mode %04o\n" % old_mode if mode_note else ""),
+                    "after": _text(content) + ("# mode %04o\n" % file_mode if mode_note else "")})
     result["mount_stats"] = [mount_stat(mount) for mount in params["mounts"] or []]
     result["python_modules_missing"] = [name for name in params["python_modules"] or [] if not _importable(name)]
     return result
@@ -267,6 +346,7 @@ def main():
             directories=dict(type="list", elements="path", default=[]),
             owner=dict(type="str"),
             mode=dict(type="str", default="0755"),
+            files=dict(type="list", elements="dict", default=[]),
             mounts=dict(type="list", elements="dict", default=[]),
             python_modules=dict(type="list", elements="str", default=[]),
         ),

@@ -235,3 +235,53 @@ def test_sources_are_not_judged_when_nothing_is_created(check, plan):
     node = Node(plan=plan, wait={})
     result = run(node, check=check, spec=KEY_SPEC, mount_stats=stats({"exists": False}))[0]
     assert "failed" not in result and "mount_problems" not in result
+
+
+# files: the container's files are written in the same task, after the decision (issue 22: one call instead of the
+# separate decision task, a template loop and a copy).
+FILES = [{"path": "/var/lib/sparkops/specdec/entrypoint.sh", "content": "#!/bin/bash\n", "mode": "0755"}]
+
+
+class FileNode(Node):
+    def __call__(self, action):
+        inner = Node.__call__(self, action)
+
+        def execute_module(module_name=None, module_args=None, task_vars=None, **kw):
+            if module_name == engine_container.MOUNTS:
+                self.calls.append(("files", bool(action._task.check_mode), bool(action._task.diff), module_args))
+                result = self.results["files"]
+                return dict(result(module_args) if callable(result) else result)
+            return inner(module_name=module_name, module_args=module_args, task_vars=task_vars, **kw)
+        return execute_module
+
+
+def test_warm_run_writes_the_files_in_one_call_after_the_plan():
+    node = FileNode(plan={"changed": False, "container": RUNNING}, wait={"elapsed": 0},
+                    files={"changed": False, "files": [{"path": FILES[0]["path"], "changed": False}]})
+    result = run(node, files=FILES)[0]
+    assert node.keys() == ["plan", "files", "wait"]
+    assert node.calls[1][1] is False and node.calls[1][3] == {"files": FILES}
+    assert result["changed"] is False and result["files"] == [{"path": FILES[0]["path"], "changed": False}]
+
+
+def test_a_refused_recreation_writes_no_file():
+    node = FileNode(plan={"changed": True, "container": RUNNING, "diff": {"before": {"image": "a"}, "after": {"image": "b"}}},
+                    files={"changed": True})
+    result = run(node, files=FILES)[0]
+    assert result["failed"] is True and "files" not in node.keys()
+
+
+def test_a_changed_file_alone_is_a_change_and_check_mode_shows_its_diff():
+    diff = [{"before_header": FILES[0]["path"], "after_header": FILES[0]["path"], "before": "old\n", "after": "new\n"}]
+    node = FileNode(plan={"changed": False, "container": RUNNING}, wait={"elapsed": 0},
+                    files={"changed": True, "files": [{"path": FILES[0]["path"], "changed": True}], "diff": diff})
+    result = run(node, check=True, diff=True, files=FILES)[0]
+    assert node.keys() == ["plan", "files"] and node.calls[1][1] is True and node.calls[1][2] is True
+    assert result["changed"] is True and result["diff"] == diff[0] and result["container_changed"] is False
+
+
+def test_a_failed_write_fails_the_task_before_the_container_changes():
+    node = FileNode(plan={"changed": True, "container": {}}, apply={"changed": True, "container": RUNNING},
+                    wait={"elapsed": 0}, files={"failed": True, "msg": "/s/entrypoint.sh: Permission denied"})
+    result = run(node, files=FILES)[0]
+    assert result["failed"] is True and "Permission denied" in result["msg"] and "apply" not in node.keys()

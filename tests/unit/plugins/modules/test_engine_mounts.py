@@ -107,3 +107,43 @@ def test_python_modules_missing_names_only_what_cannot_be_imported(tmp_path):
     assert result["python_modules_missing"] == ["sparkops_no_such_module"]
     assert result["changed"] is False
     assert run()["python_modules_missing"] == []
+
+
+# files: the container's files (entrypoint, hostfile, supervisor), written by the engine_container action in one call
+# once it has decided about the container (before: a template loop and a copy, a module run per file).
+def test_files_are_written_with_their_mode_then_left_alone(tmp_path):
+    files = [{"path": str(tmp_path / "entrypoint.sh"), "content": "#!/bin/bash\nexec sshd\n", "mode": "0755"},
+             {"path": str(tmp_path / "openmpi-hostfile"), "content": "10.0.0.1 slots=1\n", "mode": "0644"}]
+    first = run(files=files)
+    assert first["changed"] is True and [f["changed"] for f in first["files"]] == [True, True]
+    assert (tmp_path / "entrypoint.sh").read_text() == "#!/bin/bash\nexec sshd\n"
+    assert mode_of(tmp_path / "entrypoint.sh") == 0o755 and mode_of(tmp_path / "openmpi-hostfile") == 0o644
+    again = run(files=files)
+    assert again["changed"] is False and [f["changed"] for f in again["files"]] == [False, False]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["entrypoint.sh", "openmpi-hostfile"]  # no temporary left
+
+
+def test_a_changed_file_or_mode_is_rewritten_and_check_mode_only_reports_it(tmp_path):
+    path = tmp_path / "openmpi-hostfile"
+    path.write_text("10.0.0.1 slots=1\n")
+    path.chmod(0o600)
+    files = [{"path": str(path), "content": "10.0.0.2 slots=1\n", "mode": "0644"}]
+    checked = run(check=True, diff=True, files=files)
+    assert checked["changed"] is True and checked["files"] == [{"path": str(path), "changed": True}]
+    assert checked["diff"] == [{"before_header": str(path), "after_header": str(path),
+                                "before": "10.0.0.1 slots=1\n# mode 0600\n", "after": "10.0.0.2 slots=1\n# mode 0644\n"}]
+    assert path.read_text() == "10.0.0.1 slots=1\n" and mode_of(path) == 0o600  # check mode changed nothing
+    done = run(files=files)
+    assert done["changed"] is True and path.read_text() == "10.0.0.2 slots=1\n" and mode_of(path) == 0o644
+    path.chmod(0o600)  # only the mode differs
+    assert run(files=files)["changed"] is True and mode_of(path) == 0o644
+
+
+def test_a_directory_where_a_file_belongs_stops_before_any_change(tmp_path):
+    (tmp_path / "entrypoint.sh").mkdir()
+    new_dir = tmp_path / "state" / "deployments"
+    result = run(directories=[str(new_dir)], owner=ME,
+                 files=[{"path": str(tmp_path / "hostfile"), "content": "x\n", "mode": "0644"},
+                        {"path": str(tmp_path / "entrypoint.sh"), "content": "x\n", "mode": "0755"}])
+    assert result["failed"] is True and "entrypoint.sh exists and is not a regular file" in result["msg"]
+    assert not (tmp_path / "hostfile").exists() and not new_dir.exists()
