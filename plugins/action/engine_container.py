@@ -110,7 +110,7 @@ class ActionModule(ActionBase):
             # The container's files (bind-mounted into it) only now: a refused run leaves the running container's.
             written = {}
             if args["files"]:
-                written = self._module(MOUNTS, {"files": args["files"]}, task_vars, check_mode=check, diff=want_diff)
+                written = _action.run_module(self, MOUNTS, {"files": args["files"]}, task_vars, check_mode=check, diff=want_diff)
                 if written.get("failed"):
                     return self._failed(result, written, "engine_mounts (the container's files)")
             decision = _change.apply_decision(plan, args["allow_recreate"], record, kept_matches) if path else {}
