@@ -3,7 +3,7 @@
 # Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
 """Action plugin of sparkops.specdec.diagnose_bundle (documentation: plugins/modules/diagnose_bundle.py).
 
-Controller-side: the nodes' redacted items (diagnose_facts) and the controller's preflight report, redacted again,
+Controller-side: the nodes' redacted items (diagnose_info) and the controller's preflight report, redacted again,
 with manifest.json, into one .tar.gz (mode 0600). The bundle logic is in module_utils/_diagnose.py.
 """
 
@@ -58,7 +58,7 @@ def node_items(nodes, results):
             elif isinstance(got, dict) and got.get("skipped"):
                 errors[node] = "skipped"
             else:
-                errors[node] = "no result from the node (unreachable or failed before diagnose_facts)"
+                errors[node] = "no result from the node (unreachable or failed before diagnose_info)"
             continue
         out[node] = collected
     return out, errors
@@ -90,7 +90,7 @@ class ActionModule(ActionBase):
         results = args.get("results") or {}
         if not isinstance(nodes, list) or not isinstance(results, dict):
             raise AnsibleActionFail("diagnose_bundle: nodes must be a list of inventory names and results a dict of "
-                                    "node -> registered diagnose_facts result (see playbooks/diagnose.yml).")
+                                    "node -> registered diagnose_info result (see playbooks/diagnose.yml).")
         now = datetime.datetime.fromtimestamp(time.time(), datetime.timezone.utc)
         report_dir = args.get("report_dir")
         path = _reports.ensure_dir(bundle_path(to_text(args.get("path") or ""), now, report_dir), report_dir)

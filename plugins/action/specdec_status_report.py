@@ -3,7 +3,7 @@
 # Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
 """Action plugin of sparkops.specdec.specdec_status_report: controller-side, no host is contacted.
 
-Merges what playbooks/status.yml read on every node (sparkops.specdec.specdec_status_facts, or the unreachable
+Merges what playbooks/status.yml read on every node (sparkops.specdec.specdec_status_info, or the unreachable
 result of a node it could not reach) into one row per deployment (module_utils/_status.py decides), writes the
 JSON file (mode 0600, atomically) and returns the table, the rows and the set_stats summary. The documentation is
 in plugins/modules/specdec_status_report.py.
@@ -61,7 +61,7 @@ class ActionModule(ActionBase):
         facts = args.get("facts")
         if not isinstance(facts, dict):
             raise AnsibleError("specdec_status_report: facts must map each inventory name to its registered "
-                               "specdec_status_facts result, got %s" % type(facts).__name__)
+                               "specdec_status_info result, got %s" % type(facts).__name__)
         hosts = _hosts(args.get("hosts"), "hosts") or list(task_vars.get("ansible_play_hosts_all") or facts)
         active = _hosts(args.get("active"), "active")
         if active is None:

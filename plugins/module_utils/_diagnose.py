@@ -3,8 +3,8 @@
 # Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
 #
 # PRIVATE to the sparkops.specdec collection: the support bundle of playbooks/diagnose.yml. Not a public API.
-# Standard library only: the collection part runs on the nodes (module diagnose_facts), the bundle part on
-# the controller (action plugins diagnose_facts and diagnose_bundle).
+# Standard library only: the collection part runs on the nodes (module diagnose_info), the bundle part on
+# the controller (action plugins diagnose_info and diagnose_bundle).
 """Support bundle: what is collected on a node, how each item is classified, the manifest and the tarball.
 
 * ``ITEMS``: every item of a node, in bundle order: name -> (file name in the bundle, what it is).

@@ -2,11 +2,11 @@
 # Copyright: sparkops maintainers
 # Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
 #
-# PRIVATE to the sparkops.specdec collection: used by playbooks/status.yml (the specdec_status_facts
+# PRIVATE to the sparkops.specdec collection: used by playbooks/status.yml (the specdec_status_info
 # module on each node and the specdec_status_report action on the controller). Not a public API.
 """Fleet status as pure functions (no Ansible, no I/O).
 
-Node side (``sparkops.specdec.specdec_status_facts``): what a node's raw reads mean -- the container's
+Node side (``sparkops.specdec.specdec_status_info``): what a node's raw reads mean -- the container's
 ``docker inspect``, the server process found from ``server.pid`` through ``/proc`` (the same "alive and not a
 zombie" test as ``server.sh status``), the deployment state files, the URL the node probes and the engine's
 speculative-decoding counters (read by ``_bench.spec_counters``, the benchmark's own adapters).
@@ -663,7 +663,7 @@ def build_rows(hosts, active, facts, assigned=None):
     """Rows of the status: one per deployment, then one per node in no live deployment.
 
     ``hosts``: every host of the play (``ansible_play_hosts_all``); ``active``: the hosts still in the play
-    (``ansible_play_hosts``); ``facts``: host -> the registered ``specdec_status_facts`` result (an unreachable
+    (``ansible_play_hosts``); ``facts``: host -> the registered ``specdec_status_info`` result (an unreachable
     host's result carries ``unreachable``); ``assigned``: host -> the deployment ids the inventory gives it
     (plugin_utils/_inventory.assigned_ids), or None when the inventory is not known (no row is then ``retired``).
     A node whose deployments are all torn down or retired also gets its own row (it serves nothing).

@@ -12,14 +12,14 @@ short_description: Write the support bundle of every node into one tarball on th
 version_added: 0.2.0
 description:
   - An action plugin, run on the controller with C(run_once); it contacts no host. C(playbooks/diagnose.yml) collects
-    each node's items with M(sparkops.specdec.diagnose_facts) and this action writes them, with the controller's
+    each node's items with M(sparkops.specdec.diagnose_info) and this action writes them, with the controller's
     preflight report when there is one, into one gzip tarball.
   - "Layout: C(<name>/manifest.json), C(<name>/nodes/<node>/<item file>) and C(<name>/controller/preflight-report.json),
     where C(<name>) is the tarball's file name without C(.tar.gz). The manifest lists every item of every node with its
     C(status) (V(ok), V(missing), V(error)), C(reason), C(source) and C(files), the nodes that returned nothing, and
     the C(missing) and C(errors) lists. A missing item or an unreachable node is recorded there, never a failure."
   - Everything written is redacted again here, with every form of the O(secrets) (see
-    M(sparkops.specdec.diagnose_facts)), also the controller's preflight report.
+    M(sparkops.specdec.diagnose_info)), also the controller's preflight report.
   - The tarball is created with mode 0600 (also while it is written) and moved into place atomically. It is written in
     check mode too (output on the controller, like the preflight report); the task never reports a change, so a second
     run of the playbook reports C(changed=0).
@@ -32,7 +32,7 @@ options:
     elements: str
     required: true
   results:
-    description: Node -> its registered M(sparkops.specdec.diagnose_facts) result (nodes without one are recorded as not
+    description: Node -> its registered M(sparkops.specdec.diagnose_info) result (nodes without one are recorded as not
       collected).
     type: dict
     required: true

@@ -12,7 +12,7 @@ short_description: Judge the tier-2 preflight checks of every node and write the
 version_added: 0.2.0
 description:
   - An action plugin, run on the controller with C(run_once); it contacts no host. C(playbooks/preflight.yml) gathers
-    raw facts on every node (M(sparkops.specdec.preflight_facts), M(sparkops.specdec.nccl_interface_info),
+    raw facts on every node (M(sparkops.specdec.preflight_info), M(sparkops.specdec.nccl_interface_info),
     M(sparkops.specdec.hf_download) in check mode) and this action decides every check, node by node, and compares
     the nodes.
   - "Checks (in report order) are C(docker_nosudo), C(gpu_runtime), C(gpu_run), C(ports_free), C(endpoint_exposure), C(clock_sync),
@@ -53,7 +53,7 @@ options:
     required: true
   probes:
     description:
-      - Inventory name -> the node's registered M(sparkops.specdec.preflight_facts) loop result (one item per part,
+      - Inventory name -> the node's registered M(sparkops.specdec.preflight_info) loop result (one item per part,
         C(user) and C(root)), whose C(facts) are read. An older shell probe whose stdout has one line per command,
         C(NAME<TAB>RC<TAB>base64 stdout<TAB>base64 stderr), is read too.
       - "Facts read, by name: C(docker_ps) (docker ps), C(runtimes) (docker info), C(image) (docker image inspect),
@@ -126,7 +126,7 @@ notes:
     (default V(true), the roles').
 seealso:
   - module: sparkops.specdec.specdec_plan
-  - module: sparkops.specdec.preflight_facts
+  - module: sparkops.specdec.preflight_info
   - module: sparkops.specdec.nccl_interface_info
 """
 

@@ -12,7 +12,7 @@ short_description: Merge every node's status into one row per deployment, a tabl
 version_added: 0.2.0
 description:
   - An action plugin, run on the controller with C(run_once); it contacts no host. C(playbooks/status.yml) reads every
-    node with M(sparkops.specdec.specdec_status_facts) (unreachable nodes ignored there) and this action merges them.
+    node with M(sparkops.specdec.specdec_status_info) (unreachable nodes ignored there) and this action merges them.
   - "Deployments come from the nodes' state files: the newest record of a deployment (by C(updated_at)) names its
     members and head. Each member is reachable or not (an unreachable result, or a host that left the play:
     O(hosts) minus O(active)), with its container (exists, running, image id, start time, uptime) and whether its own
@@ -57,7 +57,7 @@ author:
   - sparkops maintainers (@sparkops)
 options:
   facts:
-    description: Inventory name -> the node's registered M(sparkops.specdec.specdec_status_facts) result (for an
+    description: Inventory name -> the node's registered M(sparkops.specdec.specdec_status_info) result (for an
       unreachable node, its unreachable result).
     type: dict
     required: true
@@ -89,7 +89,7 @@ attributes:
     support: full
     details: Never reports a change (the JSON file is controller output).
 seealso:
-  - module: sparkops.specdec.specdec_status_facts
+  - module: sparkops.specdec.specdec_status_info
 """
 
 EXAMPLES = r"""
@@ -151,7 +151,7 @@ deployments:
       description: Member -> C(reachable), C(role) (head or worker), C(error), C(container) (C(exists), C(running),
         C(status), C(image), C(image_id), C(started_at), C(uptime_seconds) (int, s), C(error)), C(state_record)
         (V(current), V(differs), V(missing)) and C(pending_change) (null, or the node's pending container change as
-        M(sparkops.specdec.specdec_status_facts) returns it, with C(kept_name), C(kept_image), C(kept_image_id),
+        M(sparkops.specdec.specdec_status_info) returns it, with C(kept_name), C(kept_image), C(kept_image_id),
         C(requested_image), C(differences), C(kept_at), C(kept_container), C(record), C(error)).
       type: dict
     engine:

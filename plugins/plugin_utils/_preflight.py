@@ -8,14 +8,14 @@
 """Tier-2 preflight of sparkops.specdec as pure functions (no Ansible, no I/O).
 
 ``playbooks/preflight.yml`` only gathers raw facts on every node (the read-only module
-``preflight_facts``, the ``nccl_interface_info`` module, the ``hf_download`` check-mode results) and hands them to
+``preflight_info``, the ``nccl_interface_info`` module, the ``hf_download`` check-mode results) and hands them to
 ``build_checks``, which returns one entry per check and node: ``{id, node, status, message, fix}``
 with status ``pass``, ``warn``, ``fail`` or ``skip``. The comparisons across nodes, the disk and
 memory budgets, port ownership, image ids, hostfile vs fabric addresses and the NCCL environment
 are decided here; ``summary`` and ``verdict`` turn the entries into the printed summary and the
 play's verdict.
 
-Facts of a node: ``{name: {'rc', 'stdout', 'stderr'}}`` per command (``preflight_facts`` returns them as
+Facts of a node: ``{name: {'rc', 'stdout', 'stderr'}}`` per command (``preflight_info`` returns them as
 ``facts``; the older shell probe printed one line per command, ``NAME<TAB>RC<TAB>base64(stdout)<TAB>base64(stderr)``,
 still read by ``parse_probe``), plus ``ssh_nodes`` / ``ssh_containers`` (one result per peer address), ``hub`` (the
 node's own request to the Hub or mirror) and ``gpu`` (``docker run --gpus all IMAGE nvidia-smi -L``). The
@@ -490,7 +490,7 @@ def check_pending_change(node, probe, ctx):
     """A container change an earlier run left pending (module_utils/_container_change.py): warns naming the kept
     container, its image, the change's image and this run's, since when, and what the next deployment does with it
     (the deployment's decision, _container_change.apply_decision, on what the image names tell; the warning says so).
-    Fact ``pending_change`` of preflight_facts: record (path), present, text, error, kept (docker container inspect of
+    Fact ``pending_change`` of preflight_info: record (path), present, text, error, kept (docker container inspect of
     ``<container>-previous``: rc, stdout, stderr); the current container is the ``env`` inspect."""
     fact = probe.get("pending_change")
     if not isinstance(fact, dict):
@@ -717,7 +717,7 @@ _ERRNO_KINDS = {111: "refused", 113: "no_route", 101: "no_route", 110: "timeout"
 
 
 def classify_hub(hub):
-    """The ``hub`` fact of preflight_facts -> (kind, detail).
+    """The ``hub`` fact of preflight_info -> (kind, detail).
 
     kind: ``skipped``, ``http`` (detail: the status), ``dns``, ``refused``, ``no_route``, ``timeout``, ``closed``,
     ``tls_clock`` (certificate not yet valid), ``tls_expired``, ``tls_ca`` (unknown issuer: proxy or private CA),

@@ -20,7 +20,7 @@ FRAGMENT = "sparkops.specdec.attributes"
 MODULES = sorted(p.stem for p in (ROOT / "plugins" / "modules").glob("*.py") if not p.stem.startswith("_"))
 ACTIONS = {p.stem for p in (ROOT / "plugins" / "action").glob("*.py") if not p.stem.startswith("_")}
 # Action plugins that run their module (or other modules) on the node: those run on a node's platform too.
-NODE_ACTIONS = {"diagnose_facts", "engine_container", "engine_sshd_image"}
+NODE_ACTIONS = {"diagnose_info", "engine_container", "engine_sshd_image"}
 SUPPORT = {"full", "partial", "none", "N/A"}
 
 

@@ -132,18 +132,34 @@ def version_added_of_roles():
     return out
 
 
+def renamed_modules():
+    """new module name -> the old names meta/runtime.yml redirects to it (a renamed module keeps the version_added
+    of the release that shipped it under its old name)."""
+    routing = yaml.safe_load((ROOT / "meta" / "runtime.yml").read_text()).get("plugin_routing") or {}
+    out = {}
+    for old, entry in (routing.get("modules") or {}).items():
+        target = (entry or {}).get("redirect", "")
+        if target.startswith("sparkops.specdec."):
+            out.setdefault(target.rsplit(".", 1)[1], set()).add(old)
+    return out
+
+
 def test_version_added_is_the_first_release_that_ships_it():
-    """A module's or role's version_added is the release whose changelog lists it as new, or, for one not released
-    yet, galaxy.yml's version (the next release). No version from the future, none from a release that did not
-    ship it."""
+    """A module's or role's version_added is the release whose changelog lists it (or, for a renamed module, its
+    old name) as new, or, for one not released yet, galaxy.yml's version (the next release). No version from the
+    future, none from a release that did not ship it."""
     releases = released()
     galaxy = str(yaml.safe_load((ROOT / "galaxy.yml").read_text())["version"])
+    renamed = renamed_modules()
     for kind, added, index in (("module", version_added_of_modules(), 0), ("role", version_added_of_roles(), 1)):
+        aliases = renamed if kind == "module" else {}
         for name, version in sorted(added.items()):
-            listed = sorted(v for v, lists in releases.items() if name in lists[index])
+            names = {name} | aliases.get(name, set())
+            listed = sorted(v for v, lists in releases.items() if names & lists[index])
             if version in releases:
                 assert listed == [version], (kind, name, version, listed)
             else:
                 assert version == galaxy and listed == [], (kind, name, version, galaxy, listed)
         for version, lists in releases.items():
-            assert sorted(lists[index] - set(added)) == [], ("listed but absent", kind, version)
+            shipped = set(added) | {old for new in added for old in aliases.get(new, ())}
+            assert sorted(lists[index] - shipped) == [], ("listed but absent", kind, version)

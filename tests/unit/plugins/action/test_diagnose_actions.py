@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Unit tests of the action plugins sparkops.specdec.diagnose_facts (the node module runs without the secrets; what it
+# Unit tests of the action plugins sparkops.specdec.diagnose_info (the node module runs without the secrets; what it
 # returns is redacted before it leaves the action) and sparkops.specdec.diagnose_bundle (one tarball, 0600, with the
 # manifest; the extracted tree holds no form of the canary, searched with the same Finder the Molecule test uses),
 # and of the filter sparkops.specdec.secret_find.
@@ -16,7 +16,7 @@ import pytest
 
 from ansible.errors import AnsibleActionFail, AnsibleError, AnsibleFilterError
 
-from ansible_collections.sparkops.specdec.plugins.action import diagnose_bundle, diagnose_facts
+from ansible_collections.sparkops.specdec.plugins.action import diagnose_bundle, diagnose_info
 from ansible_collections.sparkops.specdec.plugins.filter.secrets import secret_find
 from ansible_collections.sparkops.specdec.plugins.module_utils import _secrets
 from ansible_collections.sparkops.specdec.tests.unit.plugins.action.test_preflight_actions import make
@@ -32,12 +32,12 @@ def raw_result(token):
     return {"changed": False, "node_items": items, "items": items, "missing": []}
 
 
-def test_diagnose_facts_runs_the_module_without_secrets_and_redacts(tmp_path):
-    action = make(diagnose_facts.ActionModule, {"container": "trtllm-multinode", "log_lines": 10, "secrets": [CANARY, ""]})
+def test_diagnose_info_runs_the_module_without_secrets_and_redacts(tmp_path):
+    action = make(diagnose_info.ActionModule, {"container": "trtllm-multinode", "log_lines": 10, "secrets": [CANARY, ""]})
     action._execute_module = mock.MagicMock(return_value=raw_result(CANARY))
     result = action.run(task_vars={})
     sent = action._execute_module.call_args.kwargs
-    assert sent["module_name"] == "sparkops.specdec.diagnose_facts"
+    assert sent["module_name"] == "sparkops.specdec.diagnose_info"
     assert sent["module_args"] == {"container": "trtllm-multinode", "log_lines": 10}
     text = json.dumps(result)
     assert not _leaks(text, CANARY) and not _secrets.Finder([CANARY]).find(text)
@@ -49,8 +49,8 @@ def test_diagnose_facts_runs_the_module_without_secrets_and_redacts(tmp_path):
     assert result["redacted"] >= len(_forms(CANARY)) and result["changed"] is False and "failed" not in result
 
 
-def test_diagnose_facts_failures_and_unreachable_are_scrubbed():
-    action = make(diagnose_facts.ActionModule, {"secrets": CANARY})
+def test_diagnose_info_failures_and_unreachable_are_scrubbed():
+    action = make(diagnose_info.ActionModule, {"secrets": CANARY})
     action._execute_module = mock.MagicMock(return_value={"failed": True, "msg": "boom Bearer %s" % CANARY})
     result = action.run(task_vars={})
     assert result["failed"] is True and CANARY not in json.dumps(result) and result["node_items"] == {}
@@ -59,16 +59,16 @@ def test_diagnose_facts_failures_and_unreachable_are_scrubbed():
     assert result["unreachable"] is True and CANARY not in result["msg"]
 
 
-def test_diagnose_facts_argument_errors():
+def test_diagnose_info_argument_errors():
     with pytest.raises(AnsibleError, match="unknown option"):
-        make(diagnose_facts.ActionModule, {"token": "x"}).run(task_vars={})
+        make(diagnose_info.ActionModule, {"token": "x"}).run(task_vars={})
     with pytest.raises(AnsibleActionFail, match="secrets must be a list of strings"):
-        make(diagnose_facts.ActionModule, {"secrets": {"a": 1}}).run(task_vars={})
+        make(diagnose_info.ActionModule, {"secrets": {"a": 1}}).run(task_vars={})
 
 
 def bundle_args(tmp_path, token=CANARY, **over):
     args = {"nodes": ["spark-1", "spark-2", "spark-3"],
-            "results": {"spark-1": diagnose_facts.redact_result(raw_result(token), []),  # not redacted by the node action
+            "results": {"spark-1": diagnose_info.redact_result(raw_result(token), []),  # not redacted by the node action
                         "spark-2": {"unreachable": True, "msg": "Failed to connect: Bearer %s" % token}},
             "path": str(tmp_path / "bundle.tar.gz"), "preflight_report_path": str(tmp_path / "preflight.json"),
             "secrets": [token]}
@@ -90,7 +90,7 @@ def test_bundle_written_0600_redacted_with_manifest(tmp_path, check_mode):
                                  "spark-1: ibdev2netdev (ibdev2netdev: command not found)"]
     assert result["errors"] == [
         "spark-2: not collected (Failed to connect: Bearer ********)",
-        "spark-3: not collected (no result from the node (unreachable or failed before diagnose_facts))"]
+        "spark-3: not collected (no result from the node (unreachable or failed before diagnose_info))"]
     out = tmp_path / "x"
     with tarfile.open(str(path)) as tar:
         names = tar.getnames()
@@ -181,4 +181,4 @@ def test_diagnose_bundle_reads_node_items_and_its_deprecated_name():
     got = {"os": {"status": "ok"}}
     out, errors = diagnose_bundle.node_items(["a", "b", "c"], {"a": {"node_items": got}, "b": {"items": got}, "c": {}})
     assert out == {"a": got, "b": got, "c": None}
-    assert errors == {"c": "no result from the node (unreachable or failed before diagnose_facts)"}
+    assert errors == {"c": "no result from the node (unreachable or failed before diagnose_info)"}

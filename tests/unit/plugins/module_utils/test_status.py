@@ -419,11 +419,11 @@ def test_docker_not_readable_on_a_node_is_a_problem_with_its_fix():
 def test_member_whose_status_could_not_be_read():
     st = state(dep="pair-a", members=("spark-1", "spark-2"), engine="trtllm", method="eagle3", k=3, target=QWEN)
     facts = {"spark-1": node_fact("spark-1", [st], [probe_of(st, metrics_text=fixture("trtllm-prometheus-after.txt"))]),
-             "spark-2": {"failed": False, "msg": "specdec_status_facts: timeout=0 is below 1: set status_http_timeout "
+             "spark-2": {"failed": False, "msg": "specdec_status_info: timeout=0 is below 1: set status_http_timeout "
                                                  "to a number of seconds >= 1."}}
     row = _status.build_rows(["spark-1", "spark-2"], None, facts)[0]
     assert row["status"] == "degraded" and row["nodes"]["spark-2"]["reachable"] is True
-    assert row["problems"] == ["spark-2: no status read: specdec_status_facts: timeout=0 is below 1: set "
+    assert row["problems"] == ["spark-2: no status read: specdec_status_info: timeout=0 is below 1: set "
                                "status_http_timeout to a number of seconds >= 1."]
 
 

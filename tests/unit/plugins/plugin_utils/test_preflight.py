@@ -80,7 +80,7 @@ def user_part(**over):
     facts.update(ssh_nodes=[ssh_ok()], ssh_containers=[ssh_ok()], hub=dict(HUB_OK), gpu=dict(GPU_NONE),
                  pending_change=dict(NO_PENDING))
     facts.update({k: v for k, v in over.items() if not isinstance(v, tuple)})
-    # What sparkops.specdec.preflight_facts returns for the user part.
+    # What sparkops.specdec.preflight_info returns for the user part.
     return {"item": "user", "changed": False, "facts": facts}
 
 

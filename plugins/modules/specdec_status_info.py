@@ -7,7 +7,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: specdec_status_facts
+module: specdec_status_info
 short_description: Read one node's serving status (container, server process, state files, health, model, counters)
 version_added: 0.2.0
 description:
@@ -71,6 +71,9 @@ attributes:
     support: full
     details: Reads only.
 notes:
+  - Named C(sparkops.specdec.specdec_status_facts) before 0.3.0; renamed because it returns no C(ansible_facts). The
+    old name is a deprecated alias (C(meta/runtime.yml) redirect), removed in 0.4.0; it runs this module and
+    prints a deprecation warning naming C(sparkops.specdec.specdec_status_info).
   - Fails only on a bad argument (a timeout below 1). Docker that cannot be read (not installed, the user not in the
     C(docker) group) is reported in the C(error) of RV(status) C(container), not as a failure.
 seealso:
@@ -79,7 +82,7 @@ seealso:
 
 EXAMPLES = r"""
 - name: Read this node's serving status (read-only)
-  sparkops.specdec.specdec_status_facts:
+  sparkops.specdec.specdec_status_info:
     node: "{{ inventory_hostname }}"
     container: "{{ specdec_container_name }}"
     state_dir: "{{ specdec_state_dir }}"
@@ -303,7 +306,7 @@ def main():
         supports_check_mode=True,
     )
     if module.params["timeout"] < 1:
-        module.fail_json(msg="specdec_status_facts: timeout=%s is below 1: set status_http_timeout to a number of "
+        module.fail_json(msg="specdec_status_info: timeout=%s is below 1: set status_http_timeout to a number of "
                              "seconds >= 1." % module.params["timeout"])
     module.exit_json(changed=False, status=gather(module, module.params))
 

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Unit tests of the modules sparkops.specdec.diagnose_facts (what it reads on a node, read-only; missing programs,
+# Unit tests of the modules sparkops.specdec.diagnose_info (what it reads on a node, read-only; missing programs,
 # container and files recorded as items, never a failure; its argument errors) and sparkops.specdec.secret_scan
 # (a canary planted in a temp tree in each form is reported with its kind and path).
 
@@ -13,9 +13,9 @@ import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.sparkops.specdec.plugins.modules import diagnose_facts, secret_scan
+from ansible_collections.sparkops.specdec.plugins.modules import diagnose_info, secret_scan
 from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils.test_secret_find import CANARY, SPECIAL, planted
-from ansible_collections.sparkops.specdec.tests.unit.plugins.modules.test_preflight_facts import Exit, Fail, Node, _raise
+from ansible_collections.sparkops.specdec.tests.unit.plugins.modules.test_preflight_info import Exit, Fail, Node, _raise
 
 INSPECT = [{"Id": "c1", "Config": {"Env": ["PATH=/bin", "NCCL_SOCKET_IFNAME=enp1s0f1np1", "UCX_NET_DEVICES=enp1s0f1np1"]}}]
 
@@ -33,7 +33,7 @@ def node(monkeypatch):
 def run(args, exc=Exit):
     with patch_module_args(args):
         with pytest.raises(exc) as info:
-            diagnose_facts.main()
+            diagnose_info.main()
     return info.value.args[0]
 
 
@@ -61,7 +61,7 @@ def test_collects_every_item_read_only(node, state):
     ]
     out = run({"state_dir": str(sd), "netplan_files": [str(netplan), "/nonexistent/other.yaml"], "log_lines": 3})
     items = out["node_items"]
-    assert out["changed"] is False and set(items) == set(diagnose_facts._diagnose.ITEMS)
+    assert out["changed"] is False and set(items) == set(diagnose_info._diagnose.ITEMS)
     # items: node_items' deprecated name (removed in 1.0.0), the same mapping meanwhile.
     assert out["items"] == items
     assert {n for n, i in items.items() if i["status"] == "ok"} == set(items) - {"nvidia_runtime", "ibdev2netdev"}

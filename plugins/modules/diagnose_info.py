@@ -7,7 +7,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: diagnose_facts
+module: diagnose_info
 short_description: Collect one node's support-bundle items, read-only, with secrets removed
 version_added: 0.2.0
 description:
@@ -70,13 +70,16 @@ attributes:
     support: full
     details: Reads only.
 notes:
+  - Named C(sparkops.specdec.diagnose_facts) before 0.3.0; renamed because it returns no C(ansible_facts). The
+    old name is a deprecated alias (C(meta/runtime.yml) redirect), removed in 0.4.0; it runs this module and
+    prints a deprecation warning naming C(sparkops.specdec.diagnose_info).
   - Runs the node-side part through the action plugin of the same name; the raw output (before the secrets are
     removed) stays inside that action.
 """
 
 EXAMPLES = r"""
 - name: Collect this node's items for the support bundle
-  sparkops.specdec.diagnose_facts:
+  sparkops.specdec.diagnose_info:
     container: "{{ specdec_container_name }}"
     state_dir: "{{ specdec_state_dir }}"
     netplan_files: ["{{ netplan_qsfp_file | default('/etc/netplan/40-cx7.yaml') }}"]
@@ -271,11 +274,11 @@ def main():
     )
     params = module.params
     if not 0 <= params["log_lines"] <= 100000:
-        module.fail_json(msg="diagnose_facts: log_lines=%s is out of range: set diagnose_log_lines to 0-100000."
+        module.fail_json(msg="diagnose_info: log_lines=%s is out of range: set diagnose_log_lines to 0-100000."
                              % params["log_lines"])
     if params["secrets"]:
-        module.fail_json(msg="diagnose_facts: secrets reached the node: run the module through its action plugin "
-                             "(sparkops.specdec.diagnose_facts), which removes them on the controller.")
+        module.fail_json(msg="diagnose_info: secrets reached the node: run the module through its action plugin "
+                             "(sparkops.specdec.diagnose_info), which removes them on the controller.")
     items = collect(module, params)
     missing = ["%s (%s)" % (name, got["reason"]) for name, got in items.items() if got["status"] == "missing"]
     # items: the deprecated name of node_items (removed in 1.0.0).

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 DOCUMENTATION = r"""
 ---
-module: preflight_facts
+module: preflight_info
 short_description: Read one node's raw preflight facts (Docker, ports, clock, memory, disk, SSH, Hub reach, GPU run)
 version_added: 0.2.0
 description:
@@ -127,6 +127,9 @@ attributes:
     support: full
     details: Reads only.
 notes:
+  - Named C(sparkops.specdec.preflight_facts) before 0.3.0; renamed because it returns no C(ansible_facts). The
+    old name is a deprecated alias (C(meta/runtime.yml) redirect), removed in 0.4.0; it runs this module and
+    prints a deprecation warning naming C(sparkops.specdec.preflight_info).
   - Fails only on bad arguments (a timeout below 1, a port outside 1-65535), with one line naming the option.
   - The module never sends the HF token anywhere; the token and gated access are the C(hf_access) row, checked from
     the controller.
@@ -137,7 +140,7 @@ seealso:
 
 EXAMPLES = r"""
 - name: Read each node (as the deploy user, then the listening ports as root)
-  sparkops.specdec.preflight_facts:
+  sparkops.specdec.preflight_info:
     part: "{{ item }}"
     container: "{{ specdec_container_name }}"
     image: "{{ preflight_plan.deployment.image }}"
@@ -376,9 +379,9 @@ def main():
     params = module.params
     for name in ("ssh_timeout", "hub_timeout", "gpu_timeout"):
         if params[name] < 1:
-            module.fail_json(msg="preflight_facts: %s=%s is below 1: set a number of seconds >= 1." % (name, params[name]))
+            module.fail_json(msg="preflight_info: %s=%s is below 1: set a number of seconds >= 1." % (name, params[name]))
     if not 1 <= params["container_ssh_port"] <= 65535:
-        module.fail_json(msg="preflight_facts: container_ssh_port=%s is not a port: set specdec_container_ssh_port to "
+        module.fail_json(msg="preflight_info: container_ssh_port=%s is not a port: set specdec_container_ssh_port to "
                              "1-65535." % params["container_ssh_port"])
     if params["part"] == "root":
         facts = {"ours": run(module, ["docker", "top", params["container"], "-eo", "pid"]),

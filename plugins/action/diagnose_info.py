@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: sparkops maintainers
 # Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
-"""Action plugin of sparkops.specdec.diagnose_facts (documentation: plugins/modules/diagnose_facts.py).
+"""Action plugin of sparkops.specdec.diagnose_info (documentation: plugins/modules/diagnose_info.py).
 
 Runs the node-side module (read-only) without the secrets, then removes secrets from everything it returned
 (_secrets.Redactor) before the result leaves this plugin: the raw output is never registered or displayed.
@@ -17,7 +17,7 @@ from ansible.plugins.action import ActionBase
 from ansible_collections.sparkops.specdec.plugins.module_utils import _diagnose, _secrets
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
 
-MODULE = "sparkops.specdec.diagnose_facts"
+MODULE = "sparkops.specdec.diagnose_info"
 _ARGS = frozenset(("container", "state_dir", "netplan_files", "log_lines", "secrets"))
 
 
@@ -44,7 +44,7 @@ def redact_result(raw, secrets):
     out["redacted"] = max(json.dumps(items).count(_secrets.MASK) - before, 0)
     if raw.get("failed"):
         out["failed"] = True
-        out["msg"] = redactor.text(raw.get("msg") or "diagnose_facts failed on the node")
+        out["msg"] = redactor.text(raw.get("msg") or "diagnose_info failed on the node")
     return out
 
 

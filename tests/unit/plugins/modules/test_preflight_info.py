@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Unit tests of the module sparkops.specdec.preflight_facts: what it runs on a node (argv of the SSH
+# Unit tests of the module sparkops.specdec.preflight_info: what it runs on a node (argv of the SSH
 # attempts, the GPU run only where a GPU and the image are present), what it returns for a missing
 # command, the node's own Hub request against a loopback HTTP server (status, refused, bad URL,
 # HF_HUB_OFFLINE) and its one-line argument errors. The verdicts are tested in test_preflight.py.
@@ -15,7 +15,7 @@ import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.sparkops.specdec.plugins.modules import preflight_facts
+from ansible_collections.sparkops.specdec.plugins.modules import preflight_info
 from ansible_collections.sparkops.specdec.tests.unit.plugins.plugin_utils import test_preflight as tp
 
 
@@ -67,7 +67,7 @@ def node(monkeypatch):
 def call(args):
     with patch_module_args(args):
         with pytest.raises((Exit, Fail)) as info:
-            preflight_facts.main()
+            preflight_info.main()
     return info.value.args[0]
 
 
@@ -181,15 +181,15 @@ def test_hub_refused_bad_url_offline_and_hf_endpoint(node, monkeypatch):
     facts = call(dict(BASE, fabric={}, hub_check=True, hub_endpoint="ftp://mirror", hub_repo="org/name"))["facts"]
     assert tp._preflight.classify_hub(facts["hub"])[0] == "bad_url"
     monkeypatch.setenv("HF_ENDPOINT", "http://mirror.invalid")
-    assert preflight_facts.hub_url("", "org/name", "a/b") == "http://mirror.invalid/api/models/org/name/revision/a%2Fb"
+    assert preflight_info.hub_url("", "org/name", "a/b") == "http://mirror.invalid/api/models/org/name/revision/a%2Fb"
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     facts = call(dict(BASE, fabric={}, hub_check=True, hub_endpoint=endpoint, hub_repo="org/name"))["facts"]
     assert facts["hub"]["offline"] == "1" and facts["hub"]["skipped"] is True and facts["hub"]["url"] == ""
 
 
 @pytest.mark.parametrize("over,text", [
-    ({"ssh_timeout": 0}, "preflight_facts: ssh_timeout=0 is below 1: set a number of seconds >= 1."),
-    ({"container_ssh_port": 70000}, "preflight_facts: container_ssh_port=70000 is not a port: set "
+    ({"ssh_timeout": 0}, "preflight_info: ssh_timeout=0 is below 1: set a number of seconds >= 1."),
+    ({"container_ssh_port": 70000}, "preflight_info: container_ssh_port=70000 is not a port: set "
                                     "specdec_container_ssh_port to 1-65535."),
 ])
 def test_bad_arguments_one_line(node, over, text):

@@ -1,5 +1,5 @@
 # -*- coding: utf-8 -*-
-# Unit tests of the module sparkops.specdec.specdec_status_facts: what it reads on a node (docker inspect and top,
+# Unit tests of the module sparkops.specdec.specdec_status_info: what it reads on a node (docker inspect and top,
 # the pid file, a fake /proc, the state files) and the HTTP reads against a loopback llama-server stand-in (health,
 # models, /metrics), only for the deployments the node heads; the same result in check mode; its one-line argument
 # error; Docker missing. The merge is tested in module_utils/test_status.py.
@@ -16,7 +16,7 @@ import pytest
 from ansible.module_utils import basic
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.sparkops.specdec.plugins.modules import specdec_status_facts
+from ansible_collections.sparkops.specdec.plugins.modules import specdec_status_info
 from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils import test_status as ts
 
 
@@ -67,7 +67,7 @@ def node(monkeypatch, tmp_path):
     (proc / "4242" / "status").write_text(server["status"])
     (proc / "4242" / "stat").write_text(server["stat"])
     (proc / "4242" / "cmdline").write_bytes(b"/usr/local/bin/llama-server\0-m\0/models/x.gguf\0")
-    monkeypatch.setattr(specdec_status_facts, "PROC", str(proc))
+    monkeypatch.setattr(specdec_status_info, "PROC", str(proc))
     fake.outputs[("docker", "container")] = (0, ts.inspect_json(), "")
     fake.outputs[("docker", "top")] = (0, "PID\n4100\n4242\n", "")
     fake.outputs[KEPT_INSPECT] = (1, "", "Error: No such object: trtllm-multinode-previous")
@@ -128,7 +128,7 @@ def call(args, check_mode=False):
         args = dict(args, _ansible_check_mode=True)
     with patch_module_args(args):
         with pytest.raises((Exit, Fail)) as info:
-            specdec_status_facts.main()
+            specdec_status_info.main()
     return info.value.args[0]
 
 
@@ -205,7 +205,7 @@ def test_docker_missing_is_reported_not_a_failure(node, tmp_path):
 
 def test_timeout_below_one_is_one_line(node, tmp_path):
     got = call({"node": "spark-1", "state_dir": str(tmp_path), "timeout": 0})
-    assert got["msg"].startswith("specdec_status_facts: timeout=0 is below 1: set status_http_timeout")
+    assert got["msg"].startswith("specdec_status_info: timeout=0 is below 1: set status_http_timeout")
 
 
 API_KEY = "lab-key-0123456789abcdef"
