@@ -130,6 +130,11 @@ class ActionModule(ActionBase):
                 line = _plan.single_member_problem(fleet, me)
                 if line:
                     errors.append(line)
+                # Its id is its specdec_deployment_id (checked with the settings), else its name: a plain file name.
+                if not any(d.get("named") for d in _fleet.deployments_of(fleet, [me])):
+                    line = _fleet.host_name_problem(me)
+                    if line:
+                        errors.append(line)
         # Every member's settings as Ansible resolved them in its own task context (sparkops.specdec.specdec_settings,
         # registered as specdec_settings on every member before this task): the plan reads nothing else of a host.
         published = {}

@@ -65,6 +65,16 @@ def id_problem(host, value):
     return None
 
 
+def host_name_problem(host):
+    """The one-line problem of ``host``'s name as its deployment's id (no ``specdec_deployment_id`` set), else None:
+    any name Ansible takes, unless it would leave the directory of the files it names."""
+    if "/" in host or host.startswith(".") or "\x00" in host:
+        return ("specdec_deployment_id on %s: unset, so the host's name %s is the deployment's id, but it is not a "
+                "plain file name (it names the deployment's state and log files); set specdec_deployment_id on it: %s."
+                % (host, json.dumps(host), _ID_FIX))
+    return None
+
+
 def log_name(dep_id):
     """A file name for ``dep_id`` that stays in its directory whatever the id holds (defence in depth: invalid ids
     are refused before any run): the id itself when it is a plain file name, else its safe characters and a digest."""
@@ -189,11 +199,10 @@ def group_deployments(hosts, host_vars, groups, group_vars=None):
                 line = id_problem(host, settings[host].get("specdec_deployment_id"))
                 if line:
                     errors.append(line)
-        elif dep_id and ("/" in dep_id or dep_id.startswith(".") or "\x00" in dep_id):
-            # A host's name as the id: any name Ansible takes, unless it would leave the directory of the files it names.
-            errors.append("specdec_deployment_id on %s: unset, so the host's name %s is the deployment's id, but it is "
-                          "not a plain file name (it names the deployment's state and log files); set "
-                          "specdec_deployment_id on it: %s." % (dep_id, json.dumps(dep_id), _ID_FIX))
+        elif dep_id:
+            line = host_name_problem(dep_id)
+            if line:
+                errors.append(line)
         if len(members) > MAX_MEMBERS:
             if kind == "groups":
                 errors.append("inventory: groups %s and %s hold %d hosts without specdec_deployment_id (%s); a "

@@ -7,6 +7,7 @@ among them the shipped example inventories/example/fleet.yml, so that the exampl
 
 from __future__ import annotations
 
+import json
 import pathlib
 import types
 
@@ -300,3 +301,17 @@ def test_the_nodes_ssh_port_reaches_the_port_rule(tmp_path):
         "specdec_container_ssh_port: 2233 is the SSH port of spark-2 (its sshd carries the Ansible connection, "
         "ansible_port); the containers share the host network, so it is taken; choose another port, e.g. 2234. "
         "(on spark-2)"]
+
+
+# single_spark.yml on a host without specdec_deployment_id: its name is the id, which names its state file on the node.
+@pytest.mark.parametrize("name", ["../spark-6", ".spark-6", "rack/spark-6"])
+def test_single_spark_refuses_a_host_name_that_is_no_plain_file_name(tmp_path, name):
+    text = FLEET.read_text().replace(
+        "            spark-5:\n",
+        "            %s:\n              ansible_host: SET-management-address-of-spark-6\n"
+        "              specdec_server_preset: llama-3.3-70b-draft-target\n"
+        "              specdec_server_method: draft_target\n            spark-5:\n" % json.dumps(name))
+    assert problems(plan(write(tmp_path, text), topology="single_spark", pattern=name)) == [
+        "specdec_deployment_id on %s: unset, so the host's name %s is the deployment's id, but it is not a plain file "
+        "name (it names the deployment's state and log files); set specdec_deployment_id on it: use 1 to 63 letters, "
+        "digits, '.', '_' or '-', starting with a letter or digit, e.g. \"pair-a\"." % (name, json.dumps(name))]
