@@ -9,6 +9,8 @@ module says how far it supports it (``support`` and, where it helps, ``details``
   the module sets ``support`` of each.
 - ``sparkops.specdec.attributes.platform``: C(platform) for the modules that run on a node (posix: DGX OS / Ubuntu).
 - ``sparkops.specdec.attributes.action``: C(action) for the modules that have an action plugin.
+- ``sparkops.specdec.attributes.info_module``: the support levels of a module that only reads (as
+  community.general.attributes.info_module): the same in check mode, no diff, idempotent.
 """
 
 from __future__ import annotations
@@ -45,4 +47,18 @@ attributes:
     description: Indicates this has a corresponding action plugin so some parts of the options can be executed on the
       controller.
     support: full
+"""
+
+    INFO_MODULE = r"""
+options: {}
+attributes:
+  check_mode:
+    support: full
+    details: Reads only, the same in check mode.
+  diff_mode:
+    support: none
+    details: Changes nothing, so there is nothing to show.
+  idempotent:
+    support: full
+    details: Reads only.
 """

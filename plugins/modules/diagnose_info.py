@@ -57,18 +57,9 @@ options:
     default: []
 extends_documentation_fragment:
   - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.info_module
   - sparkops.specdec.attributes.platform
   - sparkops.specdec.attributes.action
-attributes:
-  check_mode:
-    support: full
-    details: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-    details: Nothing is changed, so there is no diff.
-  idempotent:
-    support: full
-    details: Reads only.
 notes:
   - Named C(sparkops.specdec.diagnose_facts) before 0.3.0; renamed because it returns no C(ansible_facts). The
     old name is a deprecated alias (C(meta/runtime.yml) redirect), removed in 0.4.0; it runs this module and

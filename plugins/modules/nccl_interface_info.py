@@ -71,17 +71,9 @@ options:
     type: path
 extends_documentation_fragment:
   - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.info_module
   - sparkops.specdec.attributes.platform
 attributes:
-  check_mode:
-    support: full
-    details: Can run in check_mode and return the same data as a normal run.
-  diff_mode:
-    support: none
-    details: Returns no diff; nothing is changed.
-  idempotent:
-    support: full
-    details: Reads only.
   platform:
     details: Target must be a Linux host with sysfs (a DGX Spark, or the collection's lab node).
   action_group:

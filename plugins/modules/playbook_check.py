@@ -49,17 +49,8 @@ options:
     default: []
 extends_documentation_fragment:
   - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.info_module
   - sparkops.specdec.attributes.action
-attributes:
-  check_mode:
-    support: full
-    details: Reads variables only, the same in check mode.
-  diff_mode:
-    support: none
-    details: Changes nothing, so there is nothing to show.
-  idempotent:
-    support: full
-    details: Reads only.
 seealso:
   - module: sparkops.specdec.specdec_plan
 """

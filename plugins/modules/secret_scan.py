@@ -49,17 +49,8 @@ options:
     default: []
 extends_documentation_fragment:
   - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.info_module
   - sparkops.specdec.attributes.platform
-attributes:
-  check_mode:
-    support: full
-    details: Read-only; runs the same in check mode.
-  diff_mode:
-    support: none
-    details: Nothing is changed.
-  idempotent:
-    support: full
-    details: Reads only.
 """
 
 EXAMPLES = r"""

@@ -59,17 +59,8 @@ options:
     type: str
 extends_documentation_fragment:
   - sparkops.specdec.attributes
+  - sparkops.specdec.attributes.info_module
   - sparkops.specdec.attributes.platform
-attributes:
-  check_mode:
-    support: full
-    details: Reads the same in check mode (it changes nothing).
-  diff_mode:
-    support: none
-    details: Changes nothing, so there is nothing to show.
-  idempotent:
-    support: full
-    details: Reads only.
 notes:
   - Named C(sparkops.specdec.specdec_status_facts) before 0.3.0; renamed because it returns no C(ansible_facts). The
     old name is a deprecated alias (C(meta/runtime.yml) redirect), removed in 0.4.0; it runs this module and
