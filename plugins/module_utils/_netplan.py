@@ -49,9 +49,14 @@ class PlanError(ValueError):
 
 
 # ---------------------------------------------------------------------------- addresses
-def check_addresses(interfaces, addresses):
-    """Validate the planned CIDRs (one per interface, IPv4 host addresses, distinct). Raises PlanError."""
-    if len(interfaces) != 2 or len(set(interfaces)) != 2:
+def check_addresses(interfaces, addresses, count=2):
+    """Validate the planned CIDRs (one per interface, IPv4 host addresses, distinct). Raises PlanError.
+
+    ``count``: 2 (the cabled port's two logical interfaces), or 4 (a ring: every logical interface)."""
+    if len(interfaces) != count or len(set(interfaces)) != count:
+        if count == 4:
+            raise PlanError("interfaces: a ring needs the four logical interfaces of both ports (enp1s0f0np0, "
+                            "enP2p1s0f0np0, enp1s0f1np1, enP2p1s0f1np1), got %s." % list(interfaces))
         raise PlanError("interfaces: needs the two logical interfaces of the cabled port (from "
                         "sparkops.specdec.nccl_interface_info selected_interfaces), got %s." % list(interfaces))
     if len(addresses) != len(interfaces):
@@ -106,12 +111,19 @@ def split_pair(item):
 
 
 # ---------------------------------------------------------------------------- netplan file
-def render(interfaces, addresses, port=None):
-    """The netplan file for the pair (byte-identical to the role's former 40-cx7.yaml.j2)."""
+def render(interfaces, addresses, port=None, layout=None):
+    """The netplan file for the pair (byte-identical to the role's former 40-cx7.yaml.j2); a ring's names its four
+    interfaces, a switch's its layout."""
     where = "port %s" % port if port is not None else "port"
+    if layout == "ring":
+        what = "# ConnectX-7 QSFP ring: all four logical interfaces of both ports (two cables)."
+    elif layout == "switch":
+        what = "# ConnectX-7 QSFP %s to a switch: both logical interfaces of the cabled port." % where
+    else:
+        what = "# ConnectX-7 QSFP %s: both logical interfaces of the cabled port." % where
     lines = [
         "# %s (netplan_qsfp role). Local edits are overwritten." % MARK,
-        "# ConnectX-7 QSFP %s: both logical interfaces of the cabled port." % where,
+        what,
         "network:",
         "  version: 2",
         "  ethernets:",

@@ -103,6 +103,31 @@ options:
     description: Number of nodes in the fabric group (V(single_subnet) places the second interfaces after the first ones).
     type: int
     default: 2
+  layout:
+    description:
+      - The fabric layout (C(specdec_layout)). V(direct) is two Sparks on one cable, addressed by the scheme options.
+      - V(ring) takes the four logical interfaces of both ports in O(interfaces) (order C(enp1s0f0np0),
+        C(enP2p1s0f0np0), C(enp1s0f1np1), C(enP2p1s0f1np1)); without O(addresses), NVIDIA's ring plan from
+        O(ring_subnets), O(node_index) and O(node_count) (two subnets per cable; the cable's lower node gets host 1,
+        the higher host 2).
+      - V(switch) gives node I(i) host O(switch_host_offset) + I(i) in each of O(link_subnets) (NVIDIA's switch plan,
+        192.168.100.N and 192.168.101.N).
+    type: str
+    choices: [direct, ring, switch]
+    default: direct
+    version_added: 0.3.0
+  ring_subnets:
+    description: The ring's subnets, two per cable in the order of the cable's (lower, higher) node pair (V(ring)).
+    type: list
+    elements: str
+    default: [192.168.0.0/24, 192.168.1.0/24, 192.168.2.0/24, 192.168.3.0/24, 192.168.4.0/24, 192.168.5.0/24,
+              192.168.6.0/24, 192.168.7.0/24]
+    version_added: 0.3.0
+  switch_host_offset:
+    description: Host part of node 0 in each link subnet on a switch (V(switch)); NVIDIA's runbook numbers nodes from 1.
+    type: int
+    default: 1
+    version_added: 0.3.0
   path:
     description: The netplan file this module owns; a C(.yaml) file directly under C(/etc/netplan) for netplan to read it.
     type: path
@@ -355,7 +380,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _netplan
+from ansible_collections.sparkops.specdec.plugins.module_utils import _layout, _netplan
 from ansible_collections.sparkops.specdec.plugins.module_utils._ssh_connection import ssh_connection
 
 
@@ -493,8 +518,23 @@ class Fabric(object):
 
     # ------------------------------------------------------------------ state=present
     def planned_addresses(self, interfaces):
+        layout = self.p["layout"]
         if self.p["addresses"]:
             addresses = self.p["addresses"]
+        elif layout in ("ring", "switch"):
+            if self.p["node_index"] < 0 or self.p["node_count"] < 2 or self.p["node_index"] >= self.p["node_count"]:
+                raise _netplan.PlanError("node_index: %d is not an index of %d nodes (node_count)."
+                                         % (self.p["node_index"], self.p["node_count"]))
+            settings = {"netplan_qsfp_ring_subnets": self.p["ring_subnets"],
+                        "netplan_qsfp_link_subnets": self.p["link_subnets"],
+                        "netplan_qsfp_switch_host_offset": self.p["switch_host_offset"]}
+            addresses, error = _layout.node_addresses(layout, settings, self.p["node_index"], self.p["node_count"])
+            if error:
+                raise _netplan.PlanError("layout %s: cannot derive the addresses (%s); check %s, or set addresses."
+                                         % (layout, error, "ring_subnets" if layout == "ring" else
+                                            "link_subnets and switch_host_offset"))
+            if layout == "switch":
+                _netplan.check_in_subnets(addresses, self.p["link_subnets"], "switch_host_offset")
         else:
             settings = {
                 "netplan_qsfp_scheme": self.p["scheme"],
@@ -514,7 +554,7 @@ class Fabric(object):
                 _netplan.check_in_subnets(addresses, self.p["link_subnets"], "host_offset")
             else:
                 _netplan.check_in_subnets(addresses, [self.p["single_subnet"]] * 2, "single_host_offset")
-        return _netplan.check_addresses(interfaces, addresses)
+        return _netplan.check_addresses(interfaces, addresses, _layout.address_count(layout))
 
     def present(self):
         module, p = self.module, self.p
@@ -545,7 +585,7 @@ class Fabric(object):
             module.fail_json(msg=_netplan.guard_message(mgmt, problems), **result)
 
         existing = _read_file(path)
-        planned_text = _netplan.render(interfaces, addresses, p["port"])
+        planned_text = _netplan.render(interfaces, addresses, p["port"], p["layout"])
         decision = _netplan.file_decision(existing and existing["content"], planned_text, p["take_over"])
         if decision == "refuse":
             module.fail_json(msg=_netplan.refuse_message(path), **result)
@@ -754,6 +794,9 @@ def main():
             single_host_offset=dict(type="int", default=12),
             node_index=dict(type="int", default=0),
             node_count=dict(type="int", default=2),
+            layout=dict(type="str", default="direct", choices=["direct", "ring", "switch"]),
+            ring_subnets=dict(type="list", elements="str", default=list(_layout.RING_SUBNETS)),
+            switch_host_offset=dict(type="int", default=_layout.SWITCH_HOST_OFFSET),
             path=dict(type="path", default="/etc/netplan/40-cx7.yaml"),
             take_over=dict(type="bool", default=False),
             backup=dict(type="bool", default=True),

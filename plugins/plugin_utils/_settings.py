@@ -863,6 +863,7 @@ def _hf_hub_requirement(value, shown):
 # Flags the role puts on the trtllm-serve command line itself (tasks/validate.yml of specdec_server).
 _ROLE_FLAGS = {
     '--tp_size': 'specdec_server_tp_size', '--tensor_parallel_size': 'specdec_server_tp_size',
+    '--pp_size': 'specdec_server_pp_size', '--pipeline_parallel_size': 'specdec_server_pp_size',
     '--port': 'specdec_server_port', '--host': 'specdec_server_host', '--backend': None,
     '--extra_llm_api_options': 'specdec_server_llm_api_options', '--config': 'specdec_server_llm_api_options',
 }
@@ -945,10 +946,31 @@ def _single_subnet(value, shown):
     return ['%s %s' % (shown, problem)] if problem else []
 
 
+def _ring_subnets(value, shown):
+    # specdec_layout ring: two per cable; three Sparks need six, four need eight (the plan checks the count it uses).
+    if len(value) < 6:
+        return ['has %d subnet%s; a ring of three Sparks needs six (two per cable), e.g. 192.168.0.0/24 to '
+                '192.168.5.0/24.' % (len(value), '' if len(value) == 1 else 's')]
+    problems, networks = [], []
+    for item in value:
+        network, problem = _ipv4_network(item)
+        if problem:
+            problems.append('%s %s' % (_fmt(item), problem))
+        else:
+            networks.append(network)
+    overlaps = ['%s and %s' % (one, two) for index, one in enumerate(networks) for two in networks[index + 1:]
+                if one.overlaps(two)]
+    if overlaps:
+        problems.append('%s overlap; each logical link of each cable needs its own subnet.' % '; '.join(overlaps))
+    return problems
+
+
 def _fabric_addresses(value, shown):
-    if len(value) not in (0, 2):
+    # Two (direct, switch: one per logical link) or four (ring: every logical interface; the plan checks the layout).
+    if len(value) not in (0, 2, 4):
         return ['has %d address%s; set [] to use the scheme, or two, one per logical link, e.g. '
-                '["192.168.100.10/24", "192.168.101.10/24"].' % (len(value), '' if len(value) == 1 else 'es')]
+                '["192.168.100.10/24", "192.168.101.10/24"] (four on a ring).'
+                % (len(value), '' if len(value) == 1 else 'es')]
     problems = []
     for item in value:
         if '/' not in item:
@@ -967,8 +989,11 @@ def _fabric_addresses(value, shown):
             problems.append('%s is the %s address of %s, not a host address; use e.g. %s/%d.' % (
                 _fmt(item), 'network' if interface.ip == network.network_address else 'broadcast', network,
                 network.network_address + 10, network.prefixlen))
-    if not problems and value and value[0].split('/')[0] == value[1].split('/')[0]:
-        problems.append('gives %s to both links; each logical link needs its own address.' % value[0].split('/')[0])
+    ips = [item.split('/')[0] for item in value]
+    twice = sorted({ip for ip in ips if ips.count(ip) > 1})
+    if not problems and twice:
+        problems.append('gives %s to %s links; each logical link needs its own address.'
+                        % (twice[0], 'both' if len(value) == 2 else 'several'))
     return problems
 
 
@@ -1006,6 +1031,9 @@ BOUNDS = {
     # single_subnet: link 2 gets offset + node count + index, so a /24 leaves room up to 251.
     'netplan_qsfp_single_host_offset': _int_range(1, 251, 'the runbook uses 12'),
     'netplan_qsfp_addresses': _Check(_fabric_addresses),
+    'netplan_qsfp_ring_subnets': _Check(_ring_subnets),
+    # Host part = offset + node index (up to four nodes on a switch): 250 leaves room in a /24.
+    'netplan_qsfp_switch_host_offset': _int_range(1, 250, "NVIDIA's switch runbook uses 1"),
     # The role owns one file netplan reads: /etc/netplan/*.yaml (netplan ignores other names).
     'netplan_qsfp_file': _Check(_netplan_file),
     'netplan_qsfp_ibdev2netdev_path': _abs_path('/usr/sbin/ibdev2netdev', empty_ok=True,
@@ -1047,6 +1075,7 @@ BOUNDS = {
     # --- specdec_common (one name per fact) ---
     'specdec_deployment_id': _Check(_deployment_id),
     'specdec_head_host': _Check(_inventory_host),
+    'specdec_nccl_management_interface': _Check(_ifname),
     'specdec_container_name': _Check(_container_name),
     # Mounted at the same path in the container (docker -v needs absolute paths).
     'specdec_state_dir': _abs_path('/var/lib/sparkops/specdec'),
@@ -1074,7 +1103,8 @@ BOUNDS = {
     # makes speculation a loss and TRT-LLM's CUDA graphs grow with it.
     'specdec_server_max_draft_len': _int_range(1, 32, 'the runbook uses 3 to 5'),
     # TP over a Spark pair at most (one GPU per Spark); must equal the node count (_cross_play).
-    'specdec_server_tp_size': _int_range(1, 2, '1 for one Spark, 2 for a Spark pair'),
+    'specdec_server_tp_size': _int_range(1, 4, '1 for one Spark, 2 for a Spark pair, up to 4 Sparks'),
+    'specdec_server_pp_size': _int_range(1, 4, '1 unless pipeline parallel, e.g. 3 on a three-Spark ring'),
     'specdec_server_port': _int_range(1, 65535, 'the runbook uses 8000 on one Spark, 8355 on two'),
     'specdec_server_host': _Check(_bind_address),
     # Host firewall: client networks in CIDR form (netaddr), checked here so that a typo stops before any change.
