@@ -19,6 +19,9 @@ NVIDIA ships three layouts (facts: docs/layouts.md, from NVIDIA/dgx-spark-playbo
   way around) runs in the community only with ``NCCL_ALGO=Ring``.
 * ``switch``: two to four Sparks, one cable each, the same port on all, one L2 domain; two shared subnets, node N
   (1-based) gets host N in each (``192.168.100.N/24`` on logical 1, ``192.168.101.N/24`` on logical 2).
+
+``fabric_env`` is the one function that gives the NCCL/UCX/OpenMPI environment of a layout (TensorRT-LLM's mpirun,
+and vLLM's ranks): today's pair values byte for byte with ``bootstrap='fabric_interfaces'``.
 """
 
 from __future__ import annotations
@@ -304,3 +307,54 @@ def _nets(cidrs):
         except ValueError:
             continue
     return out
+
+
+# ---------------------------------------------------------------------------- NCCL, UCX and OpenMPI per layout
+HOSTFILE_HEADER = "# Managed by sparkops.specdec (trtllm_container role): one fabric address per node, head first.\n"
+
+
+def fabric_env(layout, interfaces, roce_devices=(), hosts=(), bootstrap="fabric_interfaces",
+               management_interface=DEFAULT_MANAGEMENT_INTERFACE, accept_four_node_ring=False,
+               state_dir="/var/lib/sparkops/specdec"):
+    """The NCCL, UCX and OpenMPI environment of a deployment's ranks: the one function every engine takes it from.
+
+    ``layout``: ``direct``, ``ring`` or ``switch`` (module_utils/_layout.resolve_layout). ``interfaces``: the fabric
+    netdevs of a node (the cabled pair; a ring's four), ``roce_devices``: their RoCE devices for ``NCCL_IB_HCA``
+    (empty leaves it unset), ``hosts``: one address per node, head first (the OpenMPI hostfile, one rank each).
+    ``bootstrap`` (``specdec_nccl_bootstrap``): ``fabric_interfaces`` puts ``interfaces`` in ``NCCL_SOCKET_IFNAME``,
+    ``UCX_NET_DEVICES`` and OpenMPI's TCP ``if_include`` (connect-two-sparks, today's pair); ``management_interface``
+    puts ``management_interface`` there instead
+    (NVIDIA's 08/2026 NCCL runbook: NCCL finds the RoCE ports itself). A ring adds ``NCCL_IB_SUBNET_AWARE_ROUTING=1``
+    and ``NCCL_NET_PLUGIN=none`` (connect-three-sparks); an accepted 4-node ring ``NCCL_ALGO=Ring`` (the community's
+    only working setting, not NVIDIA-supported).
+
+    Returns ``{"env": {NAME: value}, "forward": [NAME], "hostfile": text, "ranks": N}``: ``forward`` names the
+    variables ssh-spawned remote ranks must get with ``mpirun -x``; ``hostfile`` is the OpenMPI hostfile (the
+    trtllm_container role's, byte for byte); vLLM reads the NCCL_ and UCX_ entries and ignores the OMPI_ ones.
+    For ``direct`` with ``bootstrap='fabric_interfaces'`` the env is today's pair env, byte for byte.
+    """
+    if layout not in LAYOUTS:
+        raise ValueError("layout must be one of %s, got %r" % (", ".join(LAYOUTS), layout))
+    if bootstrap not in BOOTSTRAPS:
+        raise ValueError("bootstrap must be fabric_interfaces or management_interface, got %r" % (bootstrap,))
+    joined = management_interface if bootstrap == "management_interface" else ",".join(str(i) for i in interfaces)
+    env = {
+        "NCCL_SOCKET_IFNAME": joined,
+        "UCX_NET_DEVICES": joined,
+        "OMPI_MCA_btl_tcp_if_include": joined,
+        "OMPI_MCA_oob_tcp_if_include": joined,
+        "OMPI_MCA_orte_default_hostfile": state_dir + "/openmpi-hostfile",
+        "OMPI_MCA_rmaps_ppr_n_pernode": "1",
+        "OMPI_ALLOW_RUN_AS_ROOT": "1",
+        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    }
+    if layout == "ring":
+        env["NCCL_IB_SUBNET_AWARE_ROUTING"] = "1"
+        env["NCCL_NET_PLUGIN"] = "none"
+        if len(hosts) == 4 and accept_four_node_ring:
+            env["NCCL_ALGO"] = "Ring"
+    if roce_devices:
+        env["NCCL_IB_HCA"] = ",".join(str(d) for d in roce_devices)
+    forward = sorted(k for k in env if k.startswith(("NCCL_", "UCX_")))
+    return {"env": env, "forward": forward, "hostfile": HOSTFILE_HEADER + "".join("%s\n" % h for h in hosts),
+            "ranks": len(hosts)}
