@@ -338,7 +338,10 @@ def test_foreign_file_is_refused_unless_taken_over(node):
     manual = 'network:\n  version: 2\n  ethernets:\n    enp1s0f1np1:\n      addresses: [192.168.100.10/24]\n'
     node.write(manual)
     result = run_fail(args(node))
-    assert 'was not written by sparkops.specdec' in result['msg'] and node.read() == manual
+    # A plan of someone else's (no mark) on the pair that cannot be adopted as it is (issue 24: one address on one
+    # interface only): refused before any change, naming take_over.
+    assert "cannot be adopted for enp1s0f1np1, enP2p1s0f1np1: it does not address enP2p1s0f1np1" in result['msg']
+    assert 'netplan_qsfp_take_over: true' in result['msg'] and node.read() == manual
     assert node.changing_calls() == []
     taken = run_ok(args(node, take_over=True))
     assert taken['changed'] is True and node.read() == OURS_10
