@@ -88,8 +88,8 @@ def container_spec(settings):
     llama = (s.get("engine") or "trtllm") == "llamacpp"
     if multinode and llama:
         raise ContainerError(
-            "specdec_server_engine: llamacpp serves on one Spark (no sshd, no MPI); use playbooks/single_spark.yml "
-            "(trtllm_container_multinode: false), or specdec_server_engine: trtllm.")
+            "specdec_engine: llamacpp serves on one Spark (no sshd, no MPI); use playbooks/single_spark.yml "
+            "(trtllm_container_multinode: false), or specdec_engine: trtllm.")
     listen = [str(a) for a in _list(s.get("sshd_listen_addresses"))]
     if multinode and not listen:
         raise ContainerError(

@@ -171,7 +171,7 @@ LLAMACPP_OWNED_FLAGS = {
     "-a": "specdec_server_target_model", "-c": "specdec_server_ctx_size", "--ctx-size": "specdec_server_ctx_size",
     "-t": "specdec_server_threads", "--threads": "specdec_server_threads",
     "--host": "specdec_server_host", "--port": "specdec_server_port",
-    "--api-key": "specdec_server_api_key", "--api-key-file": "specdec_server_api_key",
+    "--api-key": "specdec_api_key", "--api-key-file": "specdec_api_key",
 }
 GGUF_FILE = re.compile(r"^(?!/)(?!.*(^|/)\.\.?(/|$))[A-Za-z0-9._/+-]+\.gguf$", re.I)
 
@@ -392,7 +392,7 @@ def deployment_from_inventory(settings, topology, members, head, host_addresses=
         "topology": topology,
         "members": list(members),
         "head": head,
-        "engine": settings.get("specdec_server_engine") or "trtllm",
+        "engine": settings.get("specdec_engine") or "trtllm",
         "image": settings.get("trtllm_container_image"),
         "preset": settings.get("specdec_server_preset") or "auto",
         "settings": dict(settings),
@@ -433,8 +433,8 @@ def _resolve(dep, errors):
         return name, None
     if engine in ENGINES and PRESETS[name]["engine"] != engine:
         fits = sorted(n for n, p in PRESETS.items() if p["engine"] == engine)
-        errors.append("specdec_server_preset: %s is a preset of engine %s, but specdec_server_engine is %s; use auto or %s, "
-                      "or set specdec_server_engine: %s."
+        errors.append("specdec_server_preset: %s is a preset of engine %s, but specdec_engine is %s; use auto or %s, "
+                      "or set specdec_engine: %s."
                       % (name, PRESETS[name]["engine"], engine, " or ".join(fits), PRESETS[name]["engine"]))
         return name, None
     resolved = copy.deepcopy(PRESETS[name])
@@ -458,7 +458,7 @@ def _check_engine(dep, r, errors):
         for field in LLAMACPP_OVERRIDABLE:
             if _set(s.get("specdec_server_" + field)):
                 errors.append("specdec_server_%s: only engine llamacpp reads it; remove it for engine trtllm (%s), or set "
-                              "specdec_server_engine: llamacpp." % (field, "it serves the whole repo" if field.endswith(
+                              "specdec_engine: llamacpp." % (field, "it serves the whole repo" if field.endswith(
                                   "_file") else "trtllm-serve has no such option"))
         return
     for name, instead in TRTLLM_ONLY.items():
@@ -468,8 +468,8 @@ def _check_engine(dep, r, errors):
         errors.append("specdec_server_method: %s is not available with engine llamacpp (llama-server speculates with a "
                       "standalone draft model); set draft_target, or none for no speculation." % r["method"])
     if len(dep["members"]) > 1:
-        errors.append("specdec_server_engine: llamacpp serves on one Spark only for now; use playbooks/single_spark.yml, "
-                      "or specdec_server_engine: trtllm for two Sparks.")
+        errors.append("specdec_engine: llamacpp serves on one Spark only for now; use playbooks/single_spark.yml, "
+                      "or specdec_engine: trtllm for two Sparks.")
     roles = ("target", "draft") if r["method"] == "draft_target" else ("target",)
     for role in roles:
         value = r.get(role + "_file")
@@ -498,7 +498,7 @@ def _check_fields(dep, r, errors):
     s = dep["settings"]
     members = dep["members"]
     if dep["engine"] not in ENGINES:
-        errors.append("specdec_server_engine: '%s' is not supported; use %s." % (dep["engine"], " or ".join(ENGINES)))
+        errors.append("specdec_engine: '%s' is not supported; use %s." % (dep["engine"], " or ".join(ENGINES)))
     if r["method"] not in METHODS:
         errors.append("specdec_server_method: '%s' is not a method; use %s." % (
             r["method"], "eagle3, draft_target or none" if r["engine"] != "llamacpp" else "draft_target or none"))
@@ -843,12 +843,12 @@ def _check_method_ignores(dep, r, errors):
 
 
 def _check_access(dep, r, errors):
-    """specdec_server_api_key: only llama-server takes one (trtllm-serve has no API key option)."""
-    key = dep["settings"].get("specdec_server_api_key") or ""
+    """specdec_api_key: only llama-server takes one (trtllm-serve has no API key option)."""
+    key = dep["settings"].get("specdec_api_key") or ""
     if key and r["engine"] == "trtllm":
-        errors.append("specdec_server_api_key: trtllm-serve has no API key option; remove it for engine trtllm and "
+        errors.append("specdec_api_key: trtllm-serve has no API key option; remove it for engine trtllm and "
                       "restrict who reaches the endpoint with specdec_server_host (loopback or management) or a "
-                      "firewall, or serve with specdec_server_engine: llamacpp.")
+                      "firewall, or serve with specdec_engine: llamacpp.")
 
 
 def build_plan(dep, trtllm_version=None, version_source=None, commits=None, image_id=None, tuned=None):
@@ -888,7 +888,7 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
     llama = r["engine"] == "llamacpp"
     spelling = None if llama else spelling_for(trtllm_version)
     state_dir = s.get("specdec_state_dir") or "/var/lib/sparkops/specdec"
-    api_key = (s.get("specdec_server_api_key") or "") if llama else ""
+    api_key = (s.get("specdec_api_key") or "") if llama else ""
     api_key_file = "%s/%s" % (state_dir, API_KEY_FILE) if api_key else None
     cache_in_container = s.get("specdec_container_hf_cache_dir") or "/root/.cache/huggingface"
     spec_on = r["method"] in ("eagle3", "draft_target")

@@ -30,7 +30,7 @@ _LAYOUT = {
         'specdec_container_hf_cache_dir': {'type': 'path', 'default': '/root/.cache/huggingface'},
         'specdec_container_ssh_port': {'type': 'int', 'default': 2233},
         'specdec_container_host_key_dir': {'type': 'path', 'default': '/etc/sparkops/trtllm-ssh'},
-        'specdec_server_engine': {'type': 'str', 'choices': ['trtllm', 'llamacpp'], 'default': 'trtllm'},
+        'specdec_engine': {'type': 'str', 'choices': ['trtllm', 'llamacpp'], 'default': 'trtllm'},
     },
     'specdec_server': {
         'specdec_server_return_perf_metrics': {'type': 'bool', 'default': False},
@@ -272,7 +272,7 @@ NEGATIVE_CASES = [
 
     # --- specdec_server ---
     ('preset-unknown', {'specdec_server_preset': 'qwen-4'}, 'specdec_server_preset', 'is not one of auto'),
-    ('engine-vllm', {'specdec_server_engine': 'vllm'}, 'specdec_server_engine', 'is not one of trtllm, llamacpp'),
+    ('engine-vllm', {'specdec_engine': 'vllm'}, 'specdec_engine', 'is not one of trtllm, llamacpp'),
     ('target-file-not-gguf', {'specdec_server_target_file': 'model.safetensors'}, 'specdec_server_target_file',
      'is not a GGUF file in a repo'),
     ('target-file-escapes', {'specdec_server_target_file': '../x.gguf'}, 'specdec_server_target_file',
@@ -328,9 +328,9 @@ NEGATIVE_CASES = [
      '192.168.1.0/24'),
     ('firewall-enable-not-bool', {'specdec_server_firewall_enable': 'sure'}, 'specdec_server_firewall_enable',
      'is not a boolean'),
-    ('api-key-short', {'specdec_server_api_key': 'Zq7xK2'}, 'specdec_server_api_key',
+    ('api-key-short', {'specdec_api_key': 'Zq7xK2'}, 'specdec_api_key',
      'the value (hidden) is shorter than 16 characters'),
-    ('api-key-newline', {'specdec_server_api_key': 'lab-api-key-0123456789abcdef\n'}, 'specdec_server_api_key',
+    ('api-key-newline', {'specdec_api_key': 'lab-api-key-0123456789abcdef\n'}, 'specdec_api_key',
      'the value (hidden) has white space, a line break'),
     ('batch-size-zero', {'specdec_server_max_batch_size': 0}, 'specdec_server_max_batch_size',
      'set an integer of at least 1'),
@@ -697,10 +697,10 @@ def test_removed_names_are_the_one_name_per_fact_change():
     shared = set(specs['specdec_common'])
     declared = {name for options in specs.values() for name in options}
     assert len(_settings.REMOVED) == 14 and not set(_settings.REMOVED) & declared
-    # specdec_deployment_id, specdec_server_engine, specdec_server_api_key, specdec_report_dir and the layout settings
-    # (issue 24) were shared from the start (no old names).
-    assert set(_settings.REMOVED.values()) == shared - {'specdec_deployment_id', 'specdec_server_engine',
-                                                        'specdec_server_api_key', 'specdec_report_dir',
+    # specdec_deployment_id, specdec_engine, specdec_api_key, specdec_report_dir and the layout settings (issue 24)
+    # were shared from the start (no old names).
+    assert set(_settings.REMOVED.values()) == shared - {'specdec_deployment_id', 'specdec_engine',
+                                                        'specdec_api_key', 'specdec_report_dir',
                                                         'specdec_layout', 'specdec_layout_accept_four_node_ring',
                                                         'specdec_nccl_bootstrap', 'specdec_nccl_management_interface'}
     for new in set(_settings.REMOVED.values()):
