@@ -60,6 +60,25 @@ class ContainerError(ValueError):
     """A one-line refusal (setting, problem, fix)."""
 
 
+def fabric_env(interfaces, nccl_ib_hca=(), engine="trtllm"):
+    """The interface variables of a multi-node engine on the fabric ``interfaces`` (and RoCE devices ``nccl_ib_hca``).
+
+    trtllm (mpirun): NCCL's, UCX's and OpenMPI's TCP transports on the fabric. vllm (torch.distributed, no MPI):
+    NCCL's and Gloo's (``GLOO_SOCKET_IFNAME``, vLLM's multi-node docs). ``NCCL_IB_HCA`` only when devices are given.
+    """
+    joined = ",".join(str(i) for i in _list(interfaces))
+    env = {"NCCL_SOCKET_IFNAME": joined}
+    if engine == "vllm":
+        env["GLOO_SOCKET_IFNAME"] = joined
+    else:
+        env.update({"UCX_NET_DEVICES": joined, "OMPI_MCA_btl_tcp_if_include": joined,
+                    "OMPI_MCA_oob_tcp_if_include": joined})
+    hca = _list(nccl_ib_hca)
+    if hca:
+        env["NCCL_IB_HCA"] = ",".join(str(h) for h in hca)
+    return env
+
+
 def container_spec(settings):
     """The community.docker.docker_container parameters of the engine container.
 
@@ -84,6 +103,11 @@ def container_spec(settings):
             "trtllm_container_fabric_interfaces (got %s): run it after netplan_qsfp, as playbooks/two_sparks.yml "
             "does, or set trtllm_container_multinode: false." % (hosts, interfaces))
     llama = (s.get("engine") or "trtllm") == "llamacpp"
+    if multinode and s.get("engine") == "vllm":
+        raise ContainerError(
+            "specdec_server_engine: vllm across Sparks is planned (argv, specdec_plan) but its containers are not wired "
+            "yet (no headless worker start); serve vLLM on one Spark with playbooks/single_spark.yml, or use "
+            "specdec_server_engine: trtllm for two Sparks.")
     if multinode and llama:
         raise ContainerError(
             "specdec_server_engine: llamacpp serves on one Spark (no sshd, no MPI); use playbooks/single_spark.yml "
@@ -98,12 +122,8 @@ def container_spec(settings):
     env = dict(s.get("cuda_env") or {})
     env.update(s.get("env") or {})
     if multinode:
-        joined = ",".join(interfaces)
+        env.update(fabric_env(interfaces, engine=s.get("engine") or "trtllm"))
         env.update({
-            "NCCL_SOCKET_IFNAME": joined,
-            "UCX_NET_DEVICES": joined,
-            "OMPI_MCA_btl_tcp_if_include": joined,
-            "OMPI_MCA_oob_tcp_if_include": joined,
             "OMPI_MCA_orte_default_hostfile": state_dir + "/openmpi-hostfile",
             "OMPI_MCA_rmaps_ppr_n_pernode": "1",
             "OMPI_ALLOW_RUN_AS_ROOT": "1",
@@ -130,9 +150,10 @@ def container_spec(settings):
         "volumes": volumes,
         "command": ["bash", state_dir + "/entrypoint.sh"],
     }
-    if llama:
+    if llama or s.get("engine") == "vllm":
         # llama.cpp server images set ENTRYPOINT to llama-server itself (ggml-org's Dockerfiles): our entrypoint
-        # replaces it, so that the container idles and the plan's server.sh starts llama-server.
+        # replaces it, so that the container idles and the plan's server.sh starts llama-server. vllm/vllm-openai's
+        # ENTRYPOINT is `vllm serve` (NVIDIA's vLLM runbook passes the model as the container's arguments): the same.
         spec["entrypoint"] = ["bash"]
         spec["command"] = [state_dir + "/entrypoint.sh"]
     if s.get("shm_size"):

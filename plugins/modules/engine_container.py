@@ -75,9 +75,10 @@ options:
   engine:
     description:
       - The serving engine the container runs (C(specdec_server_engine)). With V(llamacpp) the C(tensorrt_llm) package
-        version is never read (a llama.cpp image has none).
+        version is never read (a llama.cpp image has none). With V(vllm) the C(vllm) package version is read in the
+        container instead, into C(image_info.package_version) (the plan checks the method against it).
     type: str
-    choices: [trtllm, llamacpp]
+    choices: [trtllm, llamacpp, vllm]
     default: trtllm
   sshd_port:
     description: Port of the container's sshd (multi-node); V(0) for a container without sshd (no wait, no refresh).

@@ -221,7 +221,7 @@ def test_regression_draft_target_with_eagle_head_on_two_sparks():
     ({"specdec_server_draft_model": "not an id"}, ["spark-1"], "specdec_server_draft_model"),
     ({"specdec_server_target_model": "x"}, ["spark-1"], "specdec_server_target_model"),
     ({"specdec_server_max_draft_len": 33}, ["spark-1"], "specdec_server_max_draft_len"),
-    ({"specdec_server_engine": "vllm"}, ["spark-1"], "specdec_server_engine"),
+    ({"specdec_server_engine": "sglang"}, ["spark-1"], "specdec_server_engine"),
     ({"specdec_server_env": {"bad name": "1"}}, ["spark-1"], "specdec_server_env"),
     ({"specdec_server_llm_api_options": "speculative_config"}, ["spark-1"], "specdec_server_llm_api_options"),
     ({"specdec_server_extra_args": "--foo"}, ["spark-1"], "specdec_server_extra_args"),
