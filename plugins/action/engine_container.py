@@ -176,7 +176,16 @@ class ActionModule(ActionBase):
                     "python3", "-c", VLLM_PACKAGE_VERSION if vllm else PACKAGE_VERSION]}, task_vars, check_mode=False)
                 if not read.get("failed") and read.get("rc", 1) == 0:
                     version = read.get("stdout") or ""
-            info = _container.image_info(spec["image"], image, version, args["reference"], result["container"])
+            spec_types = None
+            if args["engine"] == "llamacpp" and (not check or result["container"]):
+                # The speculation types this llama-server build knows (the plan renders draft-eagle3 / draft-mtp only
+                # when they are listed).
+                read = _action.run_module(self, DOCKER_EXEC, {"container": name, "argv": ["llama-server", "--help"]},
+                                          task_vars, check_mode=False)
+                if not read.get("failed") and read.get("rc", 1) == 0:
+                    spec_types = _container.llama_spec_types(read.get("stdout") or "")
+            info = _container.image_info(spec["image"], image, version, args["reference"], result["container"],
+                                         spec_types)
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         result["image_info"] = info

@@ -242,7 +242,7 @@ class ActionModule(ActionBase):
             args["state"], args["server_running"] = _plan.parse_probe(probe.get("stdout"), probe.get("rc", 1))
         built = _plan.build_plan(dep, trtllm_version=version, version_source=source, commits=commits,
                                  image_id=image.get("id"), tuned=(args.get("state") or {}).get("tuned"),
-                                 vllm_version=vllm_version)
+                                 vllm_version=vllm_version, llama_spec_types=image.get("spec_types"))
         # Fetch once per pair: only over the SSH mesh of the deploy user (the user Ansible connects as, when the
         # inventory names it; else the nodes decide once they know it).
         deploy_user = None

@@ -606,13 +606,25 @@ def needs_package_version(inspect, override):
     return bool(inspect) and not override and not image_names_version(inspect)
 
 
-def image_info(name, inspect, package_version="", reference="", container=None):
+_SPEC_TYPE_LINE = re.compile(r"^\s*--spec-type\s+([A-Za-z0-9_,-]+)", re.M)
+
+
+def llama_spec_types(help_text):
+    """The ``--spec-type`` values a ``llama-server --help`` lists (llama.cpp ``common/arg.cpp`` prints them as one
+    comma-separated word after the flag), [] when it has no such flag, None when there is no help text at all."""
+    if not help_text:
+        return None
+    found = _SPEC_TYPE_LINE.search(str(help_text))
+    return found.group(1).split(",") if found else []
+
+
+def image_info(name, inspect, package_version="", reference="", container=None, spec_types=None):
     """trtllm_container_image_info: name, id, the TRT_LLM_* environment, labels, package_version; with the image
     reference (trtllm_container_image): digest (the pinned one, else ""), repo_digests (the image's RepoDigests), and
     container_image_id, the id of the image the container runs (Image of its inspect; "" without a container). A
     multi-node container runs the derived image with sshd, so container_image_id differs from id there."""
     inspect = inspect or {}
-    return {
+    info = {
         "name": name,
         "id": inspect.get("Id") or "",
         "env": [e for e in _env_list(inspect) if e.startswith("TRT_LLM_")],
@@ -622,6 +634,10 @@ def image_info(name, inspect, package_version="", reference="", container=None):
         "repo_digests": [str(d) for d in inspect.get("RepoDigests") or []],
         "container_image_id": str((container or {}).get("Image") or ""),
     }
+    if spec_types is not None:
+        # Engine llamacpp: the --spec-type values the image's llama-server --help lists.
+        info["spec_types"] = list(spec_types)
+    return info
 
 
 # ---------------------------------------------------------------------------------------------

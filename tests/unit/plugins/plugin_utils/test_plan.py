@@ -459,7 +459,7 @@ def test_llamacpp_restart_decision_and_state():
 
 
 @pytest.mark.parametrize("settings,members,fragments", [
-    ({"specdec_server_method": "eagle3"}, ["spark-1"], ["specdec_server_method: eagle3 is not available with engine llamacpp"]),
+    ({"specdec_server_method": "dflash"}, ["spark-1"], ["specdec_server_method: dflash is not available with engine llamacpp"]),
     ({}, ["spark-1", "spark-2"], ["specdec_server_engine: llamacpp serves on one Spark only for now"]),
     ({"specdec_server_preset": "gpt-oss-120b-eagle3"}, ["spark-1"],
      ["specdec_server_preset: gpt-oss-120b-eagle3 is a preset of engine trtllm", "qwen2.5-coder-1.5b-llamacpp"]),

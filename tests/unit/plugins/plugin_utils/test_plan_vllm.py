@@ -130,6 +130,7 @@ def test_flat_spec_flag_is_one_line_naming_both(extra, owner):
     (["--max-model-len", "8192"], "specdec_server_max_model_len"),
     (["--speculative-config.method", "ngram"], "specdec_server_speculative_config"),
     (["--api-key", "k"], "VLLM_API_KEY"), (["-tp", "2"], "specdec_server_tp_size"),
+    (["-sc", "{}"], "specdec_server_speculative_config"), (["-r", "1"], "-r is set by the plan"),
     (["--enforce-eager", "--enforce-eager"], "given twice")])
 def test_owned_or_duplicate_flag_is_refused(extra, words):
     errors = plan(draft_target(specdec_server_extra_args=extra))["errors"]
