@@ -105,13 +105,13 @@ def container_spec(settings):
     llama = (s.get("engine") or "trtllm") == "llamacpp"
     if multinode and s.get("engine") == "vllm":
         raise ContainerError(
-            "specdec_server_engine: vllm across Sparks is planned (argv, specdec_plan) but its containers are not wired "
+            "specdec_engine: vllm across Sparks is planned (argv, specdec_plan) but its containers are not wired "
             "yet (no headless worker start); serve vLLM on one Spark with playbooks/single_spark.yml, or use "
-            "specdec_server_engine: trtllm for two Sparks.")
+            "specdec_engine: trtllm for two Sparks.")
     if multinode and llama:
         raise ContainerError(
-            "specdec_server_engine: llamacpp serves on one Spark (no sshd, no MPI); use playbooks/single_spark.yml "
-            "(trtllm_container_multinode: false), or specdec_server_engine: trtllm.")
+            "specdec_engine: llamacpp serves on one Spark (no sshd, no MPI); use playbooks/single_spark.yml "
+            "(trtllm_container_multinode: false), or specdec_engine: trtllm.")
     listen = [str(a) for a in _list(s.get("sshd_listen_addresses"))]
     if multinode and not listen:
         raise ContainerError(

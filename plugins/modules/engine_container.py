@@ -74,7 +74,7 @@ options:
     default: ""
   engine:
     description:
-      - The serving engine the container runs (C(specdec_server_engine)). With V(llamacpp) the C(tensorrt_llm) package
+      - The serving engine the container runs (C(specdec_engine)). With V(llamacpp) the C(tensorrt_llm) package
         version is never read (a llama.cpp image has none). With V(vllm) the C(vllm) package version is read in the
         container instead, into C(image_info.package_version) (the plan checks the method against it).
     type: str

@@ -270,7 +270,7 @@ VLLM_OWNED_FLAGS = {
     "-tp": "specdec_server_tp_size", "--pipeline-parallel-size": "specdec_server_pp_size",
     "-pp": "specdec_server_pp_size", "--max-model-len": "specdec_server_max_model_len",
     "--gpu-memory-utilization": "specdec_server_gpu_memory_utilization",
-    "--api-key": "specdec_server_api_key", "--nnodes": None, "--node-rank": None, "--master-addr": None,
+    "--api-key": "specdec_api_key", "--nnodes": None, "--node-rank": None, "--master-addr": None,
     "--master-port": "specdec_server_master_port", "--headless": None,
     "--speculative-config": "specdec_server_speculative_config", "-sc": "specdec_server_speculative_config",
     "-n": None, "-r": None,
@@ -301,7 +301,7 @@ LLAMACPP_OWNED_FLAGS = {
     "-a": "specdec_server_target_model", "-c": "specdec_server_ctx_size", "--ctx-size": "specdec_server_ctx_size",
     "-t": "specdec_server_threads", "--threads": "specdec_server_threads",
     "--host": "specdec_server_host", "--port": "specdec_server_port",
-    "--api-key": "specdec_server_api_key", "--api-key-file": "specdec_server_api_key",
+    "--api-key": "specdec_api_key", "--api-key-file": "specdec_api_key",
 }
 GGUF_FILE = re.compile(r"^(?!/)(?!.*(^|/)\.\.?(/|$))[A-Za-z0-9._/+-]+\.gguf$", re.I)
 
@@ -522,7 +522,7 @@ def deployment_from_inventory(settings, topology, members, head, host_addresses=
         "topology": topology,
         "members": list(members),
         "head": head,
-        "engine": settings.get("specdec_server_engine") or "trtllm",
+        "engine": settings.get("specdec_engine") or "trtllm",
         "image": settings.get("trtllm_container_image"),
         "preset": settings.get("specdec_server_preset") or "auto",
         "settings": dict(settings),
@@ -565,8 +565,8 @@ def _resolve(dep, errors):
         return name, None
     if engine in ENGINES and PRESETS[name]["engine"] != engine:
         fits = sorted(n for n, p in PRESETS.items() if p["engine"] == engine)
-        errors.append("specdec_server_preset: %s is a preset of engine %s, but specdec_server_engine is %s; use auto or %s, "
-                      "or set specdec_server_engine: %s."
+        errors.append("specdec_server_preset: %s is a preset of engine %s, but specdec_engine is %s; use auto or %s, "
+                      "or set specdec_engine: %s."
                       % (name, PRESETS[name]["engine"], engine, " or ".join(fits), PRESETS[name]["engine"]))
         return name, None
     resolved = copy.deepcopy(PRESETS[name])
@@ -590,7 +590,7 @@ def _check_engine(dep, r, errors):
     if r["engine"] != "vllm":
         for name in VLLM_ONLY:
             if _set(s.get(name)):
-                errors.append("%s: only engine vllm reads it; remove it for engine %s, or set specdec_server_engine: "
+                errors.append("%s: only engine vllm reads it; remove it for engine %s, or set specdec_engine: "
                               "vllm." % (name, r["engine"]))
     if r["engine"] in ("trtllm", "vllm") and r["method"] in METHODS and r["method"] not in ENGINE_METHODS[r["engine"]]:
         errors.append("specdec_server_method: %s is not available with engine %s; set %s, or use engine vllm (it serves "
@@ -603,7 +603,7 @@ def _check_engine(dep, r, errors):
         for field in LLAMACPP_OVERRIDABLE:
             if _set(s.get("specdec_server_" + field)):
                 errors.append("specdec_server_%s: only engine llamacpp reads it; remove it for engine trtllm (%s), or set "
-                              "specdec_server_engine: llamacpp." % (field, "it serves the whole repo" if field.endswith(
+                              "specdec_engine: llamacpp." % (field, "it serves the whole repo" if field.endswith(
                                   "_file") else "trtllm-serve has no such option"))
         return
     for name, instead in TRTLLM_ONLY.items():
@@ -614,8 +614,8 @@ def _check_engine(dep, r, errors):
                       "draft GGUF or the target's MTP layers); set draft_target, eagle3 or mtp, or none for no "
                       "speculation." % r["method"])
     if len(dep["members"]) > 1:
-        errors.append("specdec_server_engine: llamacpp serves on one Spark only for now; use playbooks/single_spark.yml, "
-                      "or specdec_server_engine: trtllm for two Sparks.")
+        errors.append("specdec_engine: llamacpp serves on one Spark only for now; use playbooks/single_spark.yml, "
+                      "or specdec_engine: trtllm for two Sparks.")
     roles = ("target", "draft") if r["method"] in DRAFT_METHODS else ("target",)
     for role in roles:
         value = r.get(role + "_file")
@@ -693,9 +693,9 @@ def _check_vllm(dep, r, errors):
         errors.append("specdec_server_speculative_config: must be a mapping of --speculative-config keys, e.g. "
                       "{prompt_lookup_max: 4}.")
     if len(members) > 1:
-        errors.append("specdec_server_engine: vllm across Sparks is planned (vllm serve argv for the head and each "
+        errors.append("specdec_engine: vllm across Sparks is planned (vllm serve argv for the head and each "
                       "--headless worker) but not deployed yet (no supervised worker start); serve vLLM on one Spark "
-                      "with playbooks/single_spark.yml, or use specdec_server_engine: trtllm for two Sparks.")
+                      "with playbooks/single_spark.yml, or use specdec_engine: trtllm for two Sparks.")
     port, master = r.get("port"), s.get("specdec_server_master_port") or 29501
     if len(members) > 1 and _is_int(port, 1) and _is_int(master, 1) and int(str(port)) == int(str(master)):
         errors.append("specdec_server_master_port: %s is also specdec_server_port; give vLLM's torch.distributed "
@@ -794,7 +794,7 @@ def _argv_vllm(dep, r, target_revision, spec, errors):
         elif flag in VLLM_OWNED_FLAGS:
             owner = VLLM_OWNED_FLAGS[flag]
             if flag == "--api-key":
-                why = "the key never goes on the command line; set specdec_server_api_key (exported as VLLM_API_KEY)"
+                why = "the key never goes on the command line; set specdec_api_key (exported as VLLM_API_KEY)"
             elif flag == "--speculative-config":
                 why = "the plan renders --speculative-config; put extra keys in specdec_server_speculative_config"
             else:
@@ -843,7 +843,7 @@ def _check_fields(dep, r, errors):
     s = dep["settings"]
     members = dep["members"]
     if dep["engine"] not in ENGINES:
-        errors.append("specdec_server_engine: '%s' is not supported; use %s." % (dep["engine"], " or ".join(ENGINES)))
+        errors.append("specdec_engine: '%s' is not supported; use %s." % (dep["engine"], " or ".join(ENGINES)))
     if r["method"] not in METHODS:
         errors.append("specdec_server_method: '%s' is not a method; use %s." % (
             r["method"], " or ".join(ENGINE_METHODS.get(r["engine"], METHODS))))
@@ -1198,12 +1198,12 @@ def _check_method_ignores(dep, r, errors):
 
 
 def _check_access(dep, r, errors):
-    """specdec_server_api_key: only llama-server takes one (trtllm-serve has no API key option)."""
-    key = dep["settings"].get("specdec_server_api_key") or ""
+    """specdec_api_key: only llama-server takes one (trtllm-serve has no API key option)."""
+    key = dep["settings"].get("specdec_api_key") or ""
     if key and r["engine"] == "trtllm":
-        errors.append("specdec_server_api_key: trtllm-serve has no API key option; remove it for engine trtllm and "
+        errors.append("specdec_api_key: trtllm-serve has no API key option; remove it for engine trtllm and "
                       "restrict who reaches the endpoint with specdec_server_host (loopback or management) or a "
-                      "firewall, or serve with specdec_server_engine: llamacpp.")
+                      "firewall, or serve with specdec_engine: llamacpp.")
 
 
 def build_plan(dep, trtllm_version=None, version_source=None, commits=None, image_id=None, tuned=None,
@@ -1244,7 +1244,7 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
             errors.append(line)
     spelling = None if llama or vllm else spelling_for(trtllm_version)
     state_dir = s.get("specdec_state_dir") or "/var/lib/sparkops/specdec"
-    api_key = (s.get("specdec_server_api_key") or "") if llama or vllm else ""
+    api_key = (s.get("specdec_api_key") or "") if llama or vllm else ""
     api_key_file = "%s/%s" % (state_dir, API_KEY_FILE) if api_key else None
     cache_in_container = s.get("specdec_container_hf_cache_dir") or "/root/.cache/huggingface"
     spec_on = r["method"] in DRAFT_METHODS

@@ -63,6 +63,19 @@ REMOVED = {
     'specdec_server_head_host': 'specdec_head_host',
 }
 
+# Renamed options (issue 21): two facts shared by every role dropped the role prefix. Old name -> new name. Unlike a
+# REMOVED name, the old one still works in 0.3.x: the settings action (sparkops.specdec.specdec_settings) takes its
+# value under the new name, with a deprecation warning naming the new one; the old and the new name set to different
+# values is an error. The role defaults of the new names read the old ones (roles/specdec_common/defaults/main/
+# computed.yml), so the roles' YAML sees the new name before the settings action runs. An old name is no_log when its
+# new name is (plugin_utils/_secret_options.py).
+RENAMED = {
+    'specdec_server_engine': 'specdec_engine',
+    'specdec_server_api_key': 'specdec_api_key',
+}
+# The release that removes the old names of RENAMED (they become REMOVED names then).
+RENAMED_REMOVAL = '0.4.0'
+
 # What the roles, the playbooks and the actions publish (set_fact, register, ansible_facts): results, never settings,
 # neither checked nor passed to the plan (a cached fact of an earlier run is no error either).
 # tests/unit/test_settings_published.py keeps this list complete.
@@ -1210,6 +1223,7 @@ def _check_name(name, options, prefixes):
         intended = known + '_' + rest
         if intended in REMOVED:
             intended = REMOVED[intended]
+        intended = RENAMED.get(intended, intended)
         if intended not in options:
             same = {o[len(known) + 1:]: o for o in options if o.startswith(known + '_')}
             intended = same.get(_closest(rest, same))
@@ -1422,6 +1436,40 @@ def _apply_bound(name, value, given, spec=None):
         return []
 
 
+def renamed(settings: dict) -> tuple[dict, list[str], list[str]]:
+    """(settings under the new names of RENAMED, the old names that were used, the problems one line each).
+
+    An old name alone: its value under the new name. Both names with the same value (e.g. the new name's role default,
+    which reads the old one): the new name's value. Both with different values: one line naming both, and neither is
+    kept (the plan stops on the line). Values of secret settings are never shown."""
+    out = dict(settings)
+    used, problems = [], []
+    for old, new in sorted(RENAMED.items()):
+        if old not in out:
+            continue
+        value = out.pop(old)
+        used.append(old)
+        if new not in out:
+            out[new] = value
+            continue
+        if _templated(out[new]) and not _templated(value):
+            out[new] = value  # the new name's role default, not templated by the caller: it reads the old name
+            continue
+        if out[new] == value or _templated(value):
+            continue
+        shown = 'the values (hidden)' if looks_secret(old) or looks_secret(new) else '%s and %s' % (
+            _fmt(value), _fmt(out[new]))
+        problems.append('%s: renamed to %s, and both are set, to different values (%s); set %s only.'
+                        % (old, new, shown, new))
+        out.pop(new)
+    return out, used, problems
+
+
+def deprecation(old: str) -> str:
+    """The deprecation warning of an old name of RENAMED (ansible-core adds the release that removes it)."""
+    return ('%s: renamed to %s; set %s instead (the old name still works in 0.3.x).' % (old, RENAMED[old], RENAMED[old]))
+
+
 def select_names(names, specs: dict, *, results=RESULTS) -> tuple[list[str], list[str]]:
     """(settings, misnamed): of a host's variable names, those that are settings of the collection (to resolve and
     check) and those that are not but would be taken for one (misspelt, removed; reported by check_settings), sorted.
@@ -1433,7 +1481,7 @@ def select_names(names, specs: dict, *, results=RESULTS) -> tuple[list[str], lis
     for name in sorted(str(n) for n in names):
         if name in results or name.startswith(('_', 'ansible_')):
             continue
-        if name in options and name not in REMOVED:
+        if (name in options and name not in REMOVED) or name in RENAMED:
             settings.append(name)
         elif _check_name(name, options, prefixes):
             misnamed.append(name)
@@ -1457,7 +1505,9 @@ def validate_settings(settings: dict, specs: dict, *, results=RESULTS, context=N
     options = known_options(specs)
     prefixes = _prefixes(specs)
     results = set(results or ())
-    problems = []
+    # An old name of RENAMED is checked under its new name (sparkops.specdec.specdec_settings has already renamed what
+    # it publishes, and warned).
+    settings, _used, problems = renamed(settings)
     given = {}
     for name in sorted(settings):
         value = settings[name]
@@ -1598,4 +1648,4 @@ def _api_key(value, shown):
             'Vault (printf %%s KEY | ansible-vault encrypt_string), or "" for no key.' % '; '.join(problems)]
 
 
-BOUNDS['specdec_server_api_key'] = _Check(_api_key)
+BOUNDS['specdec_api_key'] = _Check(_api_key)

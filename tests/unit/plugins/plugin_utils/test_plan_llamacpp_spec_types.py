@@ -40,7 +40,7 @@ def without(help_text, *types):
 
 
 def plan(settings, spec_types):
-    s = dict({"specdec_server_engine": "llamacpp", "trtllm_container_image": "sparkops-lab/llamacpp-server:0c1e57098"},
+    s = dict({"specdec_engine": "llamacpp", "trtllm_container_image": "sparkops-lab/llamacpp-server:0c1e57098"},
              **settings)
     dep = _plan.deployment_from_inventory(s, "single_spark", ["spark-1"], "spark-1")
     return _plan.build_plan(dep, commits=COMMITS, llama_spec_types=spec_types)

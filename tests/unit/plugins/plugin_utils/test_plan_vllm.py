@@ -20,7 +20,7 @@ KEY = "0123456789abcdef0123456789abcdef"
 
 
 def plan(settings=None, members=("spark-1",), version="0.32.0+cpu", commits=None):
-    s = dict({"specdec_server_engine": "vllm", "trtllm_container_image": "vllm/vllm-openai:v0.28.0"}, **(settings or {}))
+    s = dict({"specdec_engine": "vllm", "trtllm_container_image": "vllm/vllm-openai:v0.28.0"}, **(settings or {}))
     topology = "two_sparks" if len(members) > 1 else "single_spark"
     dep = _plan.deployment_from_inventory(s, topology, list(members), members[0])
     return _plan.build_plan(dep, commits=COMMITS if commits is None else commits, vllm_version=version)
@@ -161,7 +161,7 @@ def test_unreadable_version_is_refused():
 
 
 def test_api_key_exported_from_its_file_never_in_argv_state_or_script():
-    built = plan({"specdec_server_api_key": KEY})
+    built = plan({"specdec_api_key": KEY})
     p = built["plan"]
     assert built["errors"] == []
     key_file = "/var/lib/sparkops/specdec/api-key"
@@ -243,11 +243,11 @@ def test_other_engines_settings_refused_with_vllm(settings, name):
 
 @pytest.mark.parametrize("engine", ["trtllm", "llamacpp"])
 def test_vllm_settings_refused_with_other_engines(engine):
-    dep = _plan.deployment_from_inventory({"specdec_server_engine": engine, "specdec_server_max_model_len": 4096},
+    dep = _plan.deployment_from_inventory({"specdec_engine": engine, "specdec_server_max_model_len": 4096},
                                           "single_spark", ["spark-1"], "spark-1")
     errors = _plan.build_plan(dep)["errors"]
     assert "specdec_server_max_model_len: only engine vllm reads it; remove it for engine %s, or set " \
-           "specdec_server_engine: vllm." % engine in errors
+           "specdec_engine: vllm." % engine in errors
 
 
 @pytest.mark.parametrize("method", ["mtp", "ngram", "dflash"])

@@ -30,7 +30,7 @@ _LAYOUT = {
         'specdec_container_hf_cache_dir': {'type': 'path', 'default': '/root/.cache/huggingface'},
         'specdec_container_ssh_port': {'type': 'int', 'default': 2233},
         'specdec_container_host_key_dir': {'type': 'path', 'default': '/etc/sparkops/trtllm-ssh'},
-        'specdec_server_engine': {'type': 'str', 'choices': ['trtllm', 'llamacpp'], 'default': 'trtllm'},
+        'specdec_engine': {'type': 'str', 'choices': ['trtllm', 'llamacpp'], 'default': 'trtllm'},
     },
     'specdec_server': {
         'specdec_server_return_perf_metrics': {'type': 'bool', 'default': False},
@@ -252,7 +252,7 @@ NEGATIVE_CASES = [
 
     # --- specdec_server ---
     ('preset-unknown', {'specdec_server_preset': 'qwen-4'}, 'specdec_server_preset', 'is not one of auto'),
-    ('engine-sglang', {'specdec_server_engine': 'sglang'}, 'specdec_server_engine',
+    ('engine-sglang', {'specdec_engine': 'sglang'}, 'specdec_engine',
      'is not one of trtllm, llamacpp, vllm'),
     ('gpu-memory-utilization-over-one', {'specdec_server_gpu_memory_utilization': 1.5},
      'specdec_server_gpu_memory_utilization', 'set a fraction above 0 and at most 1'),
@@ -315,9 +315,9 @@ NEGATIVE_CASES = [
      '192.168.1.0/24'),
     ('firewall-enable-not-bool', {'specdec_server_firewall_enable': 'sure'}, 'specdec_server_firewall_enable',
      'is not a boolean'),
-    ('api-key-short', {'specdec_server_api_key': 'Zq7xK2'}, 'specdec_server_api_key',
+    ('api-key-short', {'specdec_api_key': 'Zq7xK2'}, 'specdec_api_key',
      'the value (hidden) is shorter than 16 characters'),
-    ('api-key-newline', {'specdec_server_api_key': 'lab-api-key-0123456789abcdef\n'}, 'specdec_server_api_key',
+    ('api-key-newline', {'specdec_api_key': 'lab-api-key-0123456789abcdef\n'}, 'specdec_api_key',
      'the value (hidden) has white space, a line break'),
     ('batch-size-zero', {'specdec_server_max_batch_size': 0}, 'specdec_server_max_batch_size',
      'set an integer of at least 1'),
@@ -684,10 +684,10 @@ def test_removed_names_are_the_one_name_per_fact_change():
     shared = set(specs['specdec_common'])
     declared = {name for options in specs.values() for name in options}
     assert len(_settings.REMOVED) == 14 and not set(_settings.REMOVED) & declared
-    # specdec_deployment_id, specdec_server_engine, specdec_server_api_key and specdec_report_dir were shared from the
+    # specdec_deployment_id, specdec_engine, specdec_api_key and specdec_report_dir were shared from the
     # start (no old names).
-    assert set(_settings.REMOVED.values()) == shared - {'specdec_deployment_id', 'specdec_server_engine',
-                                                        'specdec_server_api_key', 'specdec_report_dir'}
+    assert set(_settings.REMOVED.values()) == shared - {'specdec_deployment_id', 'specdec_engine',
+                                                        'specdec_api_key', 'specdec_report_dir'}
     for new in set(_settings.REMOVED.values()):
         olds = sorted(old for old, repl in _settings.REMOVED.items() if repl == new)
         assert len(olds) == 2 and all(old.split('_')[0] in ('trtllm', 'specdec', 'ssh') for old in olds), (new, olds)
