@@ -37,6 +37,8 @@ MOUNTS = "sparkops.specdec.engine_mounts"
 WRITE = 'umask 022; cat > "$1.tmp" && mv -f "$1.tmp" "$1"'
 WAIT_FOR = "ansible.legacy.wait_for"
 PACKAGE_VERSION = "import importlib.metadata as m; print(m.version('tensorrt_llm'))"
+# Engine vllm: the version of its vllm package (the plan checks the method against it).
+VLLM_PACKAGE_VERSION = "import importlib.metadata as m; print(m.version('vllm'))"
 
 ARGUMENT_SPEC = {
     "spec": {"type": "dict", "default": {}},
@@ -44,7 +46,7 @@ ARGUMENT_SPEC = {
     "image": {"type": "dict", "default": {}},
     "trtllm_version": {"type": "str", "default": ""},
     "reference": {"type": "str", "default": ""},
-    "engine": {"type": "str", "default": "trtllm", "choices": ["trtllm", "llamacpp"]},
+    "engine": {"type": "str", "default": "trtllm", "choices": ["trtllm", "llamacpp", "vllm"]},
     "sshd_port": {"type": "int", "default": 0},
     "start_timeout": {"type": "int", "default": 300},
     "mount_stats": {"type": "list", "elements": "dict", "default": []},
@@ -167,13 +169,23 @@ class ActionModule(ActionBase):
             image = args["image"] or {}
             version = ""
             # llama.cpp images have no TensorRT-LLM version to read (nor, often, python3).
-            if (args["engine"] == "trtllm" and _container.needs_package_version(image, args["trtllm_version"])
+            vllm = args["engine"] == "vllm"
+            if ((vllm or (args["engine"] == "trtllm" and _container.needs_package_version(image, args["trtllm_version"])))
                     and (not check or result["container"])):
-                read = _action.run_module(self, DOCKER_EXEC, {"container": name, "argv": ["python3", "-c", PACKAGE_VERSION]},
-                                          task_vars, check_mode=False)
+                read = _action.run_module(self, DOCKER_EXEC, {"container": name, "argv": [
+                    "python3", "-c", VLLM_PACKAGE_VERSION if vllm else PACKAGE_VERSION]}, task_vars, check_mode=False)
                 if not read.get("failed") and read.get("rc", 1) == 0:
                     version = read.get("stdout") or ""
-            info = _container.image_info(spec["image"], image, version, args["reference"], result["container"])
+            spec_types = None
+            if args["engine"] == "llamacpp" and (not check or result["container"]):
+                # The speculation types this llama-server build knows (the plan renders draft-eagle3 / draft-mtp only
+                # when they are listed).
+                read = _action.run_module(self, DOCKER_EXEC, {"container": name, "argv": ["llama-server", "--help"]},
+                                          task_vars, check_mode=False)
+                if not read.get("failed") and read.get("rc", 1) == 0:
+                    spec_types = _container.llama_spec_types(read.get("stdout") or "")
+            info = _container.image_info(spec["image"], image, version, args["reference"], result["container"],
+                                         spec_types)
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         result["image_info"] = info

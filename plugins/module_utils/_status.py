@@ -35,11 +35,13 @@ SCHEMA_VERSION = 1
 STATUSES = ("serving", "degraded", "down", "torn_down", "retired", "not_deployed", "unreachable", "unknown")
 # Rows of deployments that are over: not serving, but neither in not_serving nor against all_serving.
 ENDED = ("torn_down", "retired")
-METRICS_PATHS = {"llamacpp": "/metrics", "trtllm": "/prometheus/metrics"}
+METRICS_PATHS = {"llamacpp": "/metrics", "trtllm": "/prometheus/metrics", "vllm": "/metrics"}
 # Addresses a server bound to is reached from its own node on the loopback.
 _LOCAL_BINDS = ("", "localhost", "127.0.0.1", "::1", "0.0.0.0", "::", "*")
 METRICS_FIX = {
     "llamacpp": "llama-server serves /metrics only with --metrics (the plan sets it: redeploy with single_spark.yml)",
+    "vllm": "vllm serve always serves /metrics; the vllm:spec_decode_* counters need --speculative-config (a method "
+            "other than none)",
     "trtllm": "trtllm-serve serves /prometheus/metrics only with return_perf_metrics: true: set "
               "specdec_server_return_perf_metrics: true and redeploy with specdec_server_allow_restart: true",
 }

@@ -75,9 +75,10 @@ options:
   engine:
     description:
       - The serving engine the container runs (C(specdec_engine)). With V(llamacpp) the C(tensorrt_llm) package
-        version is never read (a llama.cpp image has none).
+        version is never read (a llama.cpp image has none). With V(vllm) the C(vllm) package version is read in the
+        container instead, into C(image_info.package_version) (the plan checks the method against it).
     type: str
-    choices: [trtllm, llamacpp]
+    choices: [trtllm, llamacpp, vllm]
     default: trtllm
   sshd_port:
     description: Port of the container's sshd (multi-node); V(0) for a container without sshd (no wait, no refresh).
@@ -245,7 +246,8 @@ image_info:
     id: {description: 'The image id (empty when the image is not there, for example in check mode).', type: str}
     env: {description: The image's C(TRT_LLM_*) environment (C(NAME=value))., type: list, elements: str}
     labels: {description: The image's labels., type: dict}
-    package_version: {description: 'The C(tensorrt_llm) package version read in the container, else empty.', type: str}
+    package_version: {description: 'The C(tensorrt_llm) (engine vllm: C(vllm)) package version read in the container, else
+        empty.', type: str}
     digest: {description: 'The digest O(reference) is pinned by (C(sha256:<64 hex>)), else empty.', type: str}
     repo_digests:
       description: The image's C(RepoDigests) (C(repo@sha256:...)); empty for an image built or loaded on the node.
@@ -256,4 +258,11 @@ image_info:
         - The id (C(sha256:...)) of the image the container runs, else empty (no container, check mode on a new node).
         - A multi-node container runs the derived image with sshd, whose id differs from C(id).
       type: str
+    spec_types:
+      description:
+        - Engine llamacpp only (absent otherwise, or when C(llama-server --help) could not run) - the C(--spec-type)
+          values the image's C(llama-server --help) lists; the plan renders C(draft-eagle3) and C(draft-mtp) only when
+          listed.
+      type: list
+      elements: str
 """

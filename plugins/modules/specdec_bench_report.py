@@ -52,10 +52,10 @@ options:
     required: true
   engine:
     description:
-      - The engine whose counters the metrics texts hold. Default detected from the texts (C(llamacpp:) or C(trtllm_)
-        names).
+      - The engine whose counters the metrics texts hold. Default detected from the texts (C(llamacpp:), C(trtllm_)
+        or C(vllm:) names).
     type: str
-    choices: [llamacpp, trtllm]
+    choices: [llamacpp, trtllm, vllm]
   objective:
     description:
       - "The tuner's objective: C(concurrency) (required), optional C(prompt_set), C(ttft_p90_max) and C(itl_p90_max)

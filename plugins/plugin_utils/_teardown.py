@@ -47,11 +47,12 @@ from ansible_collections.sparkops.specdec.plugins.plugin_utils._preflight import
 # netplan_qsfp writes this mark in the files it owns (same text as in _netplan).
 NETPLAN_MARK = "Managed by sparkops.specdec"
 # The directories this collection downloads into under the HF cache: the drafts, the tiktoken
-# files, and each preset's target in the hub layout (hub/models--ORG--NAME); engine llamacpp keeps
-# its draft GGUF in the hub layout too.
+# files, and each preset's target in the hub layout (hub/models--ORG--NAME); engines llamacpp and vllm keep
+# their draft in the hub layout too.
 MODEL_DIRS = (_plan.DRAFTS_SUBDIR, _plan.TIKTOKEN_SUBDIR) + tuple(
     "hub/models--" + preset[key].replace("/", "--") for preset in _plan.PRESETS.values()
-    for key in (("target_model", "draft_model") if preset.get("engine") == "llamacpp" else ("target_model",)))
+    for key in (("target_model", "draft_model") if preset.get("engine") in ("llamacpp", "vllm") else ("target_model",))
+    if preset.get(key))
 CONFIRM_WORDS = ("yes", "true")
 KEEP_MODELS = "models stay (add -e teardown_remove_models=true to remove them)"
 KEEP_NETPLAN = "the netplan file and fabric addresses stay (add -e teardown_remove_netplan=true to remove them)"

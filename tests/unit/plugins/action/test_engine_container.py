@@ -157,12 +157,37 @@ def test_package_version_not_read(args, container, calls):
     assert node.keys() == calls and result["image_info"]["package_version"] == ""
 
 
+HELP = ("--spec-draft-n-max N                    number of tokens to draft (default: 3)\n"
+        "--spec-type none,draft-simple,draft-eagle3,draft-mtp,ngram-simple\n"
+        "                                        comma-separated list of types of speculative decoding\n")
+
+
 def test_llamacpp_engine_reads_no_tensorrt_llm_version():
-    """A llama.cpp image names no TensorRT-LLM version and may have no python3: nothing is exec'd in it."""
-    node = Node(plan={"changed": False, "container": RUNNING})
+    """A llama.cpp image names no TensorRT-LLM version and may have no python3: only llama-server --help is exec'd
+    in it (the --spec-type values the plan checks eagle3 and mtp against)."""
+    node = Node(plan={"changed": False, "container": RUNNING}, version={"rc": 0, "stdout": HELP})
     result = run(node, image=UNNAMED, sshd_port=0, engine="llamacpp")[0]
-    assert node.keys() == ["plan"] and "failed" not in result
+    assert node.keys() == ["plan", "version"] and "failed" not in result
+    assert node.calls[1][3] == {"container": "trtllm-multinode", "argv": ["llama-server", "--help"]}
     assert result["image_info"]["id"] == "sha256:def" and result["image_info"]["package_version"] == ""
+    assert result["image_info"]["spec_types"] == ["none", "draft-simple", "draft-eagle3", "draft-mtp", "ngram-simple"]
+
+
+def test_llamacpp_help_that_fails_publishes_no_spec_types():
+    node = Node(plan={"changed": False, "container": RUNNING}, version={"rc": 127, "stderr": "not found"})
+    result = run(node, image=UNNAMED, sshd_port=0, engine="llamacpp")[0]
+    assert "failed" not in result and "spec_types" not in result["image_info"]
+
+
+def test_vllm_engine_reads_the_vllm_package_version():
+    """Engine vllm: the vllm package's version, even when the image names a TensorRT-LLM one (the plan checks the
+    method against it)."""
+    node = Node(plan={"changed": False, "container": RUNNING}, version={"rc": 0, "stdout": "0.32.0+cpu\n"})
+    result = run(node, image=RELEASE, sshd_port=0, engine="vllm")[0]
+    assert node.calls[1][3] == {"container": "trtllm-multinode",
+                                "argv": ["python3", "-c", engine_container.VLLM_PACKAGE_VERSION]}
+    assert "'vllm'" in engine_container.VLLM_PACKAGE_VERSION
+    assert result["image_info"]["package_version"] == "0.32.0+cpu" and "spec_types" not in result["image_info"]
 
 
 def test_failed_version_read_is_no_error():

@@ -145,9 +145,9 @@ def test_both_names_differing_stop_the_plan_with_the_line():
 def test_check_settings_takes_an_old_name_under_its_new_one():
     """A value the new name refuses is refused under the old one too (checked once, under the new name)."""
     specs = _action.specs()
-    assert _settings.check_settings({"specdec_server_engine": "vllm"}, specs) == \
-        _settings.check_settings({"specdec_engine": "vllm"}, specs)
-    assert _settings.check_settings({"specdec_server_engine": "vllm"}, specs)
+    assert _settings.check_settings({"specdec_server_engine": "sglang"}, specs) == \
+        _settings.check_settings({"specdec_engine": "sglang"}, specs)
+    assert _settings.check_settings({"specdec_server_engine": "sglang"}, specs)
     lines = _settings.check_settings({"specdec_server_api_key": "q7Zq7Z"}, specs)
     assert len(lines) == 1 and lines[0].startswith("specdec_api_key: the value (hidden) ") and "q7Zq7Z" not in lines[0]
 

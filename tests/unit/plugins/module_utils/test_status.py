@@ -163,7 +163,7 @@ def test_metrics_counters_lab_standin_and_errors():
     assert _status.metrics_counters("trtllm", fixture("standin-prometheus.txt"))["standin"] is True
     bad = _status.metrics_counters("llamacpp", "llamacpp:spec_decode_num_draft_tokens_total twelve\n")
     assert bad["present"] is False and "not a number" in bad["error"]
-    assert "no known" in _status.metrics_counters("vllm", "x 1\n")["error"]
+    assert "no known" in _status.metrics_counters("sglang", "x 1\n")["error"]
     none = _status.metrics_counters("trtllm", "trtllm_generation_tokens_total 5\n")
     assert none["present"] is False and none["draft_tokens"] is None
 

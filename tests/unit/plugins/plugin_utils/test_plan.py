@@ -221,7 +221,7 @@ def test_regression_draft_target_with_eagle_head_on_two_sparks():
     ({"specdec_server_draft_model": "not an id"}, ["spark-1"], "specdec_server_draft_model"),
     ({"specdec_server_target_model": "x"}, ["spark-1"], "specdec_server_target_model"),
     ({"specdec_server_max_draft_len": 33}, ["spark-1"], "specdec_server_max_draft_len"),
-    ({"specdec_engine": "vllm"}, ["spark-1"], "specdec_engine"),
+    ({"specdec_engine": "sglang"}, ["spark-1"], "specdec_engine"),
     ({"specdec_server_env": {"bad name": "1"}}, ["spark-1"], "specdec_server_env"),
     ({"specdec_server_llm_api_options": "speculative_config"}, ["spark-1"], "specdec_server_llm_api_options"),
     ({"specdec_server_extra_args": "--foo"}, ["spark-1"], "specdec_server_extra_args"),
@@ -459,7 +459,7 @@ def test_llamacpp_restart_decision_and_state():
 
 
 @pytest.mark.parametrize("settings,members,fragments", [
-    ({"specdec_server_method": "eagle3"}, ["spark-1"], ["specdec_server_method: eagle3 is not available with engine llamacpp"]),
+    ({"specdec_server_method": "dflash"}, ["spark-1"], ["specdec_server_method: dflash is not available with engine llamacpp"]),
     ({}, ["spark-1", "spark-2"], ["specdec_engine: llamacpp serves on one Spark only for now"]),
     ({"specdec_server_preset": "gpt-oss-120b-eagle3"}, ["spark-1"],
      ["specdec_server_preset: gpt-oss-120b-eagle3 is a preset of engine trtllm", "qwen2.5-coder-1.5b-llamacpp"]),

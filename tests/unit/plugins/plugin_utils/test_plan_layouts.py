@@ -34,7 +34,10 @@ def test_pair_plan_is_byte_identical_to_before_layouts():
     plan = built["plan"]
     assert plan["layout"] == "direct" and plan["pp_size"] == 1
     assert plan["fingerprint"] == PAIR_FINGERPRINT
-    before = {k: v for k, v in plan.items() if k not in ("layout", "pp_size")}
+    # The engine vllm's fields (issue 23) are empty on a TensorRT-LLM pair.
+    assert plan["speculative_config"] is None and plan["vllm_version"] is None and plan["worker_argv"] == {}
+    before = {k: v for k, v in plan.items()
+              if k not in ("layout", "pp_size", "speculative_config", "vllm_version", "worker_argv")}
     assert hashlib.sha256(json.dumps(before, sort_keys=True).encode()).hexdigest() == PAIR_PLAN_SHA
     state = _plan.new_state(plan, {}, "2026-11-27T00:00:00+00:00")
     assert hashlib.sha256(repr(state).encode()).hexdigest() == PAIR_STATE_SHA

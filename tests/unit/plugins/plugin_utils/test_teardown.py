@@ -115,7 +115,8 @@ def test_model_dirs_are_the_presets_targets_and_our_subdirs():
         "sparkops-drafts", "sparkops-tiktoken", "hub/models--openai--gpt-oss-120b",
         "hub/models--nvidia--Llama-3.3-70B-Instruct-FP4", "hub/models--nvidia--Qwen3-235B-A22B-FP4",
         "hub/models--sparkops-lab--Qwen2.5-Coder-1.5B-Instruct-GGUF",
-        "hub/models--sparkops-lab--Qwen2.5-Coder-0.5B-Instruct-GGUF")
+        "hub/models--sparkops-lab--Qwen2.5-Coder-0.5B-Instruct-GGUF", "hub/models--nvidia--Qwen3.6-35B-A3B-NVFP4",
+        "hub/models--nvidia--Qwen3.8-27B-NVFP4", "hub/models--z-lab--Qwen3.8-27B-DFlash2")
 
 
 def test_our_netplan_file_and_its_present_cx7_addresses():
