@@ -148,7 +148,7 @@ _UNPINNED = {name: "sparkops-benchmark-point" for name in specdec_bench_plan.PIN
     ("trtllm", "eagle3", {"model": "nvidia/Qwen3-235B-A22B-Eagle3", "revision": "v2", "file": None},
      {"specdec_server_draft_model": "nvidia/Qwen3-235B-A22B-Eagle3", "specdec_server_draft_revision": "v2"}),
     ("llamacpp", "draft_target", {"model": LLAMA_DRAFT, "revision": None, "file": "qwen2.5-coder-0.5b-instruct-q8_0.gguf"},
-     {"specdec_server_engine": "llamacpp", "specdec_server_draft_model": LLAMA_DRAFT,
+     {"specdec_engine": "llamacpp", "specdec_server_draft_model": LLAMA_DRAFT,
       "specdec_server_draft_file": "qwen2.5-coder-0.5b-instruct-q8_0.gguf"}),
 ])
 def test_every_point_the_role_serves_is_planned_without_errors_with_the_inventorys_draft(
