@@ -22,11 +22,16 @@ from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _
 
 _ARGS = frozenset(("mode", "points", "repeats", "seed", "probes", "objective", "concurrency", "prompt_sets", "runs",
                    "round", "restart_seconds", "probe", "num_requests", "max_tokens", "current_point", "engine",
-                   "state", "target_model", "allow_restart", "pinned", "prompts", "host"))
+                   "state", "target_model", "allow_restart", "pinned", "prompts", "host", "spec_method", "draft"))
 
 # What the role passes as specdec_server_method / specdec_server_max_draft_len when nothing outranks its task vars:
 # any other value came from an extra var (-e) or a fact, and would pin every point of the sweep.
 UNPINNED = "sparkops-benchmark-point"
+# What each point sets (an extra var of the same name pins every point) ...
+PINNED = ("specdec_server_method", "specdec_server_max_draft_len")
+# ... and what the baseline point none unsets (the plan refuses a draft setting with method none): an extra var of the
+# same name keeps it, and the baseline would be refused in the middle of the sweep.
+UNSET_AT_NONE = ("specdec_server_draft_model", "specdec_server_draft_revision", "specdec_server_draft_file")
 
 
 def _label(point):
@@ -86,20 +91,42 @@ def check(args):
     if bad_restart:
         errors.append("specdec_benchmark_restart_seconds: %r; set the seconds a server restart takes (> 0), or null "
                       "for the one measured on the node or the engine's default." % (restart,))
-    errors += check_pinned(args.get("pinned"))
+    errors += check_pinned(args.get("pinned"), baseline=_has_baseline(points))
     errors += read_prompts(args.get("prompts"), sets)[1]
     return errors
 
 
-def check_pinned(pinned):
+def check_pinned(pinned, baseline=True):
     """The sweep sets the method and the draft length of each point as include vars; an extra var (-e) or a fact of
-    the same name wins over them, and every point would serve the same thing."""
-    names = sorted(name for name, value in (pinned or {}).items() if str(value) != UNPINNED)
-    if not names:
-        return []
-    return ["%s: set as an extra var (-e) or a fact, which overrides every sweep point; remove it from the command "
-            "line (set it in the inventory instead, or list the draft lengths in specdec_benchmark_points)."
-            % " / ".join(names)]
+    the same name wins over them, and every point would serve the same thing. With the baseline among the points
+    (``baseline``), the same for the draft settings the point none unsets."""
+    pinned = pinned or {}
+    errors = []
+    names = sorted(name for name in PINNED if name in pinned and str(pinned[name]) != UNPINNED)
+    if names:
+        errors.append("%s: set as an extra var (-e) or a fact, which overrides every sweep point; remove it from the "
+                      "command line (set it in the inventory instead, or list the draft lengths in "
+                      "specdec_benchmark_points)." % " / ".join(names))
+    for name in UNSET_AT_NONE if baseline else ():
+        value = pinned.get(name, UNPINNED)
+        if str(value) == UNPINNED or value in (None, "") or (name.endswith("_revision")
+                                                             and str(value) == _tune.DEFAULT_REVISION):
+            continue
+        errors.append("%s: set as an extra var (-e) or a fact, which the baseline point none cannot unset (method none "
+                      "refuses a draft setting); set it in the inventory instead, or remove none from "
+                      "specdec_benchmark_points." % name)
+    return errors
+
+
+def _has_baseline(points):
+    """Whether the points hold none (as specdec_benchmark_points spells it; a bad point is reported elsewhere)."""
+    for point in points or []:
+        try:
+            if _bench.normalize_point(point) == _tune.NONE:
+                return True
+        except _bench.BenchError:
+            continue
+    return False
 
 
 def read_prompts(texts, sets):
@@ -164,7 +191,10 @@ class ActionModule(ActionBase):
         except (KeyError, TypeError, ValueError) as exc:
             raise AnsibleError("specdec_bench_plan: runs are not specdec_loadgen results (%s)" % exc)
         visits = [(c, s) for s in args["prompt_sets"] for c in args["concurrency"]]
-        segments = [dict(entry, runs=[{"concurrency": c, "prompt_set": s} for c, s in visits]) for entry in schedule]
+        # Each visit with its runs and the specdec_server_* values that serve its point (the role's include vars).
+        segments = [dict(entry, runs=[{"concurrency": c, "prompt_set": s} for c, s in visits],
+                         serve=_tune.point_settings(entry["point"], args.get("spec_method"), args.get("draft")))
+                    for entry in schedule]
         # Seconds per run: the probe request's own speed (tokens/s at concurrency 1), one request after another
         # per worker; a rough floor, since a busy server is slower per request.
         tps = None

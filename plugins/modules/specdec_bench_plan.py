@@ -101,9 +101,23 @@ options:
     type: str
     version_added: 0.3.0
   pinned:
-    description: C(specdec_server_method) and C(specdec_server_max_draft_len) as the task sees them with both set to
-      C(sparkops-benchmark-point) as task vars; any other value comes from an extra var or a fact, which would pin
-      every point of the sweep, and fails.
+    description:
+      - C(specdec_server_method) and C(specdec_server_max_draft_len) as the task sees them with both set to
+        C(sparkops-benchmark-point) as task vars; any other value comes from an extra var or a fact, which would pin
+        every point of the sweep, and fails.
+      - C(specdec_server_draft_model), C(specdec_server_draft_revision) and C(specdec_server_draft_file) the same way;
+        with V(none) among O(points), a value from an extra var or a fact fails (the revision V(main) excepted), since
+        the baseline point cannot unset it and method none refuses a draft setting.
+    type: dict
+    version_added: 0.3.0
+  spec_method:
+    description: The speculative method of the draft-length points (the deployment's, or its preset's when it serves
+      none), in C(serve) of RV(segments).
+    type: str
+    version_added: 0.3.0
+  draft:
+    description: The inventory's draft settings, C(model), C(revision) and C(file) (null when not set), served with
+      every draft-length point and unset for the baseline V(none) (C(serve) of RV(segments)).
     type: dict
     version_added: 0.3.0
   prompts:
@@ -132,8 +146,8 @@ notes:
     outside 1-32; concurrency levels that are not integers 1-1024; no prompt set; repeats, requests or tokens below 1;
     an objective concurrency not in the list; no objective prompt set with several prompt sets; a TTFT or ITL bound
     that is not seconds > 0; mode tune without V(none); a restart time that is not seconds > 0; a prompt set without
-    a file or whose file is not a prompt set (O(prompts)); a method or draft length pinned by an extra var
-    (O(pinned)); no consent (O(allow_restart)). The same in check mode: a check passes only what the real run
+    a file or whose file is not a prompt set (O(prompts)); a method or draft length pinned by an extra var, or a draft
+    setting given as one with V(none) among the points (O(pinned)); no consent (O(allow_restart)). The same in check mode: a check passes only what the real run
     accepts."
 extends_documentation_fragment:
   - sparkops.specdec.attributes
@@ -178,7 +192,13 @@ schedule:
   type: list
   elements: dict
 segments:
-  description: The same visits, each with C(runs), the C({concurrency, prompt_set}) runs to make at that point.
+  description:
+    - The same visits, each with C(runs), the C({concurrency, prompt_set}) runs to make at that point, and C(serve),
+      the C(specdec_server_*) values that serve the point (the role's include vars).
+    - "C(serve) of a draft length: C(specdec_server_method) O(spec_method), C(specdec_server_max_draft_len) the length,
+      C(specdec_server_draft_model), C(specdec_server_draft_revision) (V(main) when not set) and
+      C(specdec_server_draft_file) from O(draft). Of the baseline V(none): method V(none), no draft length, and the
+      draft unset (model and file null, revision V(main))."
   returned: success
   type: list
   elements: dict

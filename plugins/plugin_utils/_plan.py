@@ -429,6 +429,10 @@ def _set_path(data, path, value):
 _is_int = _server.is_int
 
 
+# specdec_server_target_revision / specdec_server_draft_revision when not set (the role's default).
+DEFAULT_REVISION = "main"
+
+
 def draft_local_dir(draft_model):
     """The draft's directory relative to the HF cache (persistent, mounted in the container)."""
     return "%s/%s" % (DRAFTS_SUBDIR, str(draft_model).replace("/", "--"))
@@ -629,11 +633,15 @@ def _check_engine(dep, r, errors):
         if _set(model) and model != preset.get(role + "_model") and not _set(s.get("specdec_server_%s_file" % role)):
             errors.append("specdec_server_%s_file: not set for %s model %s (the preset's file belongs to %s); set the GGUF "
                           "file of %s." % (role, role, model, preset.get(role + "_model"), model))
-    if r["method"] in ("none", "mtp") and _set(s.get("specdec_server_draft_file")):
+    # Method none of the settings (the tuner's pick none leaves the draft settings for the method that uses them);
+    # llama.cpp's draft-mtp drafts with the MTP layers in the target GGUF.
+    if _set(s.get("specdec_server_draft_file")) and (
+            str(s.get("specdec_server_method") or "") == "none" or r["method"] == "mtp"):
+        method = "mtp" if r["method"] == "mtp" else "none"
         errors.append("specdec_server_draft_file: method %s serves without a draft GGUF%s; remove it, or set "
                       "specdec_server_method: draft_target or eagle3." % (
-                          r["method"], " (draft-mtp drafts with the MTP layers in the target GGUF)"
-                          if r["method"] == "mtp" else ""))
+                          method, " (draft-mtp drafts with the MTP layers in the target GGUF)"
+                          if method == "mtp" else ""))
     if not _is_int(r.get("ctx_size"), 0) or int(str(r.get("ctx_size"))) > 1048576:
         errors.append("specdec_server_ctx_size: %r is not a context size; set an integer of tokens (0 = the model's "
                       "own), e.g. 4096." % (r.get("ctx_size"),))
@@ -1196,12 +1204,22 @@ def exposure(host, api_key_set):
 
 
 def _check_method_ignores(dep, r, errors):
-    """A draft length given with method none: nothing drafts, the value would be silently ignored."""
-    value = dep["settings"].get("specdec_server_max_draft_len")
-    if r["method"] == "none" and value not in (None, ""):
+    """Draft settings given with method none (the inventory's, or an extra or play var): nothing drafts, so each value
+    would be silently ignored. The tuner's pick none (the state file's ``tuned``) is not refused for them: it turns
+    speculation off until the pick changes, and the draft settings wait for the method that uses them."""
+    s = dep["settings"]
+    if r["method"] != "none" or str(s.get("specdec_server_method") or "") != "none":
+        return
+    fix = "draft_target" if r["engine"] == "llamacpp" else "eagle3 or draft_target"
+    value = s.get("specdec_server_max_draft_len")
+    if value not in (None, ""):
         errors.append("specdec_server_max_draft_len: %s, but method none serves without speculation, so nothing uses "
-                      "it; remove it, or set specdec_server_method: %s."
-                      % (value, "draft_target" if r["engine"] == "llamacpp" else "eagle3 or draft_target"))
+                      "it; remove it, or set specdec_server_method: %s." % (value, fix))
+    for name, value in (("specdec_server_draft_model", s.get("specdec_server_draft_model")),
+                        ("specdec_server_draft_revision", s.get("specdec_server_draft_revision"))):
+        if _set(value) and not (name.endswith("_revision") and str(value) == DEFAULT_REVISION):
+            errors.append("%s: %s, but method none serves without a draft, so nothing downloads or uses it; remove it, "
+                          "or set specdec_server_method: %s." % (name, value, fix))
 
 
 def _check_access(dep, r, errors):

@@ -325,6 +325,29 @@ def estimate_seconds(schedule, runs_per_visit, restart_seconds, run_seconds, cur
             "seconds": restarts * float(restart_seconds) + runs * float(run_seconds)}
 
 
+# The role's default of specdec_server_draft_revision (and of the target's): what "not set" means for a revision.
+DEFAULT_REVISION = "main"
+
+
+def point_settings(point, spec_method, draft=None):
+    """The specdec_server_* values the benchmark serves one point with (the role's include vars, which outrank the
+    inventory).
+
+    A draft length: ``spec_method`` with that length and the inventory's draft (``draft``: ``model``, ``revision``,
+    ``file`` as the inventory gives them, None when not set). The baseline ``none``: method none with the draft unset,
+    since the plan refuses a draft setting with method none (nothing would download or serve it).
+    """
+    draft = draft or {}
+    if point == NONE:
+        return {"specdec_server_method": NONE, "specdec_server_max_draft_len": None,
+                "specdec_server_draft_model": None, "specdec_server_draft_revision": DEFAULT_REVISION,
+                "specdec_server_draft_file": None}
+    return {"specdec_server_method": spec_method, "specdec_server_max_draft_len": int(point),
+            "specdec_server_draft_model": draft.get("model") or None,
+            "specdec_server_draft_revision": draft.get("revision") or DEFAULT_REVISION,
+            "specdec_server_draft_file": draft.get("file") or None}
+
+
 # Seconds one server restart takes when none was measured on the node and no setting gives it: the documented
 # default of each engine (docs/benchmark.md, "Time estimate", names the sources). TensorRT-LLM: about 15 minutes
 # for Qwen3-235B-A22B on two Sparks (reported for vLLM on the same pair; no TensorRT-LLM figure is published), an

@@ -10,6 +10,7 @@ import pytest
 
 from ansible_collections.sparkops.specdec.plugins.action import specdec_bench_plan
 from ansible_collections.sparkops.specdec.plugins.filter import bench
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _plan
 
 GOOD = {"mode": "sweep", "points": ["none", 1, 2, 4], "repeats": 2, "seed": 0, "objective": {"concurrency": 1,
         "prompt_set": "short"}, "concurrency": [1, 4], "prompt_sets": ["short", "long"], "num_requests": 8,
@@ -83,6 +84,7 @@ def test_progress_line_and_its_refusals():
 # --- issue 25 item 6: check mode tells the truth (same refusals as the real run, a restart time per engine) ----
 
 SHORT = '{"prompts": ["Write a haiku about caches."]}'
+LLAMA_DRAFT = "sparkops-lab/Qwen2.5-Coder-0.5B-Instruct-GGUF"
 
 
 def test_the_estimate_uses_the_engines_restart_time_not_zero():
@@ -135,3 +137,58 @@ def test_the_prompt_sets_read_by_the_check_are_returned_for_the_runs():
                       "specdec_server_max_draft_len": "sparkops-benchmark-point"})
     assert not got.get("failed"), got.get("msg")
     assert got["prompts"] == {"short": ["Write a haiku about caches."], "long": ["a", "b"]}
+
+
+# --- issue 25 item 2: the baseline point unsets the draft (the plan refuses a draft setting with method none) -------
+
+_UNPINNED = {name: "sparkops-benchmark-point" for name in specdec_bench_plan.PINNED + specdec_bench_plan.UNSET_AT_NONE}
+
+
+@pytest.mark.parametrize("engine, spec_method, draft, inventory", [
+    ("trtllm", "eagle3", {"model": "nvidia/Qwen3-235B-A22B-Eagle3", "revision": "v2", "file": None},
+     {"specdec_server_draft_model": "nvidia/Qwen3-235B-A22B-Eagle3", "specdec_server_draft_revision": "v2"}),
+    ("llamacpp", "draft_target", {"model": LLAMA_DRAFT, "revision": None, "file": "qwen2.5-coder-0.5b-instruct-q8_0.gguf"},
+     {"specdec_engine": "llamacpp", "specdec_server_draft_model": LLAMA_DRAFT,
+      "specdec_server_draft_file": "qwen2.5-coder-0.5b-instruct-q8_0.gguf"}),
+])
+def test_every_point_the_role_serves_is_planned_without_errors_with_the_inventorys_draft(
+        engine, spec_method, draft, inventory):
+    got = run(engine=engine, spec_method=spec_method, draft=draft, points=["none", 2, 4], repeats=1)
+    assert not got.get("failed"), got.get("msg")
+    serves = {str(seg["point"]): seg["serve"] for seg in got["segments"]}
+    assert sorted(serves) == ["2", "4", "none"]
+    assert serves["none"] == {"specdec_server_method": "none", "specdec_server_max_draft_len": None,
+                              "specdec_server_draft_model": None, "specdec_server_draft_revision": "main",
+                              "specdec_server_draft_file": None}
+    assert serves["2"] == {"specdec_server_method": spec_method, "specdec_server_max_draft_len": 2,
+                           "specdec_server_draft_model": draft["model"],
+                           "specdec_server_draft_revision": draft["revision"] or "main",
+                           "specdec_server_draft_file": draft["file"]}
+    members = ["spark-1", "spark-2"] if engine == "trtllm" else ["spark-1"]
+    topology = "two_sparks" if len(members) > 1 else "single_spark"
+    for point, serve in serves.items():
+        # As the role's include vars outrank the inventory: the point's values over the inventory's settings.
+        dep = _plan.deployment_from_inventory(dict(inventory, **serve), topology, members, "spark-1")
+        out = _plan.build_plan(dep, trtllm_version="1.3.0rc12", version_source="test")
+        assert out["errors"] == [], (point, out["errors"])
+        assert out["plan"]["method"] == serve["specdec_server_method"]
+    # What the role passed for the baseline before: method none over the inventory's draft, refused by the plan.
+    dep = _plan.deployment_from_inventory(dict(inventory, specdec_server_method="none"), topology, members, "spark-1")
+    assert _plan.build_plan(dep, trtllm_version="1.3.0rc12", version_source="test")["errors"]
+
+
+@pytest.mark.parametrize("name, value", [
+    ("specdec_server_draft_model", "nvidia/Qwen3-235B-A22B-Eagle3"),
+    ("specdec_server_draft_file", "qwen2.5-coder-0.5b-instruct-q8_0.gguf"),
+    ("specdec_server_draft_revision", "v2"),
+])
+def test_a_draft_setting_given_as_an_extra_var_is_refused_when_the_points_hold_the_baseline(name, value):
+    pinned = dict(_UNPINNED, **{name: value})
+    got = run(pinned=pinned)
+    assert got["failed"] and got["msg"].splitlines()[1] == (
+        "- %s: set as an extra var (-e) or a fact, which the baseline point none cannot unset (method none refuses a "
+        "draft setting); set it in the inventory instead, or remove none from specdec_benchmark_points." % name)
+    # Without the baseline among the points, every point uses the draft: taken.
+    assert not run(pinned=pinned, points=[1, 2]).get("failed")
+    # The default revision given on the command line asks nothing of the baseline.
+    assert not run(pinned=dict(_UNPINNED, specdec_server_draft_revision="main")).get("failed")

@@ -594,6 +594,33 @@ def test_a_draft_length_with_method_none_is_refused(make, settings, method_fix):
         "or set specdec_server_method: %s." % (settings["specdec_server_max_draft_len"], method_fix)]
 
 
+# Issue 25 item 2: a draft model (or a draft revision of its own) given with method none: nothing downloads or serves it.
+@pytest.mark.parametrize("make, settings, lines", [
+    (build, {"specdec_server_method": "none", "specdec_server_draft_model": "nvidia/Qwen3-235B-A22B-Eagle3"},
+     ["specdec_server_draft_model: nvidia/Qwen3-235B-A22B-Eagle3, but method none serves without a draft, so nothing "
+      "downloads or uses it; remove it, or set specdec_server_method: eagle3 or draft_target."]),
+    (build, {"specdec_server_method": "none", "specdec_server_draft_revision": "v2"},
+     ["specdec_server_draft_revision: v2, but method none serves without a draft, so nothing downloads or uses it; "
+      "remove it, or set specdec_server_method: eagle3 or draft_target."]),
+    (llama, {"specdec_server_method": "none", "specdec_server_draft_model": "sparkops-lab/Qwen2.5-Coder-0.5B-Instruct-GGUF",
+             "specdec_server_draft_revision": "a" * 40},
+     ["specdec_server_draft_model: sparkops-lab/Qwen2.5-Coder-0.5B-Instruct-GGUF, but method none serves without a "
+      "draft, so nothing downloads or uses it; remove it, or set specdec_server_method: draft_target.",
+      "specdec_server_draft_revision: %s, but method none serves without a draft, so nothing downloads or uses it; "
+      "remove it, or set specdec_server_method: draft_target." % ("a" * 40)]),
+])
+def test_a_draft_model_or_revision_with_method_none_is_refused(make, settings, lines):
+    assert make(settings)["errors"] == lines
+
+
+def test_method_none_without_a_draft_and_a_draft_with_a_method_pass():
+    assert ok({"specdec_server_method": "none", "specdec_server_draft_model": None,
+               "specdec_server_draft_revision": "main"})["draft_model"] is None
+    assert ok({"specdec_server_method": "none", "specdec_server_draft_model": ""})["method"] == "none"
+    plan = ok({"specdec_server_draft_model": "nvidia/Qwen3-235B-A22B-Eagle3", "specdec_server_draft_revision": "v2"})
+    assert [(m["role"], m["revision"]) for m in plan["models"]][1] == ("draft", "v2")
+
+
 def test_method_none_without_a_draft_length_and_a_draft_length_with_a_method_pass():
     assert ok({"specdec_server_method": "none"})["method"] == "none"
     assert ok({"specdec_server_method": "none", "specdec_server_max_draft_len": None})["method"] == "none"

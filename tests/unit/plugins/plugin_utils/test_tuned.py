@@ -58,6 +58,16 @@ def test_tuned_none_turns_speculation_off_unless_the_method_is_set():
     assert p["method"] == "draft_target" and p["max_draft_len"] == 4 and p["sources"]["method"] == "inventory"
 
 
+def test_tuned_none_serves_none_beside_the_inventorys_draft_settings():
+    """The tuner's pick none is no method none of the inventory's: the inventory's draft model and draft length stay
+    for the day a method is set (or the pick changes), and the deploy is not refused for them."""
+    none = dict(TUNED, method="none", max_draft_len=None)
+    p = plan(none, specdec_server_draft_model=DRAFT, specdec_server_max_draft_len=3)
+    assert p["method"] == "none" and p["sources"]["method"] == "tuned" and p["draft_model"] is None
+    p = plan(none, specdec_server_draft_revision="2" * 40, specdec_server_draft_file="qwen2.5-coder-0.5b-instruct-q8_0.gguf")
+    assert p["method"] == "none" and [m["role"] for m in p["models"]] == ["target"]
+
+
 def test_tuned_for_another_model_or_engine_is_ignored_with_the_reason():
     p = plan(dict(TUNED, target_model="other/model"))
     assert p["max_draft_len"] == 4 and not p["tuned"]["applied"] and "other/model" in p["tuned"]["why"]
