@@ -30,7 +30,7 @@ END = '<!-- END generated options -->'
 # is a fact shared by every role; an option of another role without its prefix kept the name it had in specdec_server
 # when its tasks moved into that role (issue 21: options keep their names).
 NOQA_SHARED = '  # noqa: var-naming[no-role-prefix]  A fact shared by every role: one name for all of them.'
-NOQA_MOVED = '  # noqa: var-naming[no-role-prefix]  Kept its name when its tasks moved out of specdec_server.'
+NOQA_MOVED = '  # noqa: var-naming[no-role-prefix]  Kept its specdec_server name.'
 DOCS = os.path.join('docs', 'settings.md')
 _MARKUP = re.compile(r'\b([A-Z])\(')
 

@@ -676,9 +676,10 @@ def test_removed_names_are_the_one_name_per_fact_change():
     declared = {name for options in specs.values() for name in options}
     assert len(_settings.REMOVED) == 14 and not set(_settings.REMOVED) & declared
     # specdec_deployment_id, specdec_server_engine, specdec_server_api_key and specdec_report_dir were shared from the
-    # start (no old names).
+    # start (no old names); specdec_server_hf_token moved here from specdec_server keeping its name.
     assert set(_settings.REMOVED.values()) == shared - {'specdec_deployment_id', 'specdec_server_engine',
-                                                        'specdec_server_api_key', 'specdec_report_dir'}
+                                                        'specdec_server_api_key', 'specdec_report_dir',
+                                                        'specdec_server_hf_token'}
     for new in set(_settings.REMOVED.values()):
         olds = sorted(old for old, repl in _settings.REMOVED.items() if repl == new)
         assert len(olds) == 2 and all(old.split('_')[0] in ('trtllm', 'specdec', 'ssh') for old in olds), (new, olds)
