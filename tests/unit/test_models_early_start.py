@@ -57,10 +57,10 @@ def deploy_play(name):
 @pytest.mark.parametrize("playbook", ["two_sparks.yml", "single_spark.yml"])
 def test_the_models_start_before_any_role_that_changes_a_node(playbook):
     steps = role_steps(deploy_play(playbook))
-    names = [(name, tasks_from) for name, tasks_from, _ in steps]
+    names = [step[:2] for step in steps]
     start = names.index((MODELS, "start"))
     for later in ("docker_group", "netplan_qsfp", "ssh_mesh", "trtllm_container", "specdec_server"):
-        found = [i for i, (name, _) in enumerate(names) if name == "sparkops.specdec." + later]
+        found = [i for i, step in enumerate(names) if step[0] == "sparkops.specdec." + later]
         assert all(i > start for i in found), (playbook, later, names)
     assert ("sparkops.specdec.trtllm_container", None) in names
     # Only the firewall's read-only preflight may come before.
