@@ -14,8 +14,8 @@ description:
   - Runs on the node, as root (C(become)). One call reads ufw (the C(ufw) binary, C(ufw status verbose), the
     C(### tuple) lines of C(/etc/ufw/user.rules) and C(/etc/ufw/user6.rules), C(ENABLED) in C(/etc/ufw/ufw.conf) and
     the marker O(marker) that this collection enabled ufw), plans, refuses before any change, and applies the plan
-    with the C(ufw) command line. The C(specdec_server) role calls it from C(tasks/firewall.yml) (O(state=present)),
-    C(tasks/firewall_check.yml) (O(check_only=true)) and C(tasks/firewall_remove.yml) (O(state=absent)).
+    with the C(ufw) command line. The C(specdec_firewall) role calls it from its entry points C(main) (O(state=present)),
+    C(check) (O(check_only=true)) and C(remove) (O(state=absent)).
   - "O(state=present): the rules, in the order ufw must evaluate them: allow TCP to the port of the Ansible SSH
     connection (the server port of E(SSH_CONNECTION), else O(ansible_port)) from anywhere; allow everything coming in
     on each fabric interface (OpenMPI and NCCL use random TCP ports); allow TCP to the container sshd port from the

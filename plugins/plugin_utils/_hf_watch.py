@@ -3,7 +3,7 @@
 # Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
 #
 # PRIVATE to the sparkops.specdec collection: the verdict of the specdec_server role's download
-# poll (tasks/download_poll.yml, through the filter sparkops.specdec.hf_download_watch). Not a
+# poll (roles/specdec_models/tasks/download_poll.yml, through the filter sparkops.specdec.hf_download_watch). Not a
 # public API; names and messages may change in any release without notice. Pure: no I/O.
 """Is each background hf_download job running, done, failed, dead, or past the poll's deadline?
 

@@ -1385,7 +1385,7 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
         # specdec_server_host as given when it was a word (loopback, management), resolved into host above.
         "host_word": host_word,
         "exposure": exposure(r["host"], bool(api_key)),
-        # Host firewall (tasks/firewall.yml): the client networks ufw admits to the port; [] = no firewall of ours.
+        # Host firewall (the specdec_firewall role): the client networks ufw admits to the port; [] = no firewall of ours.
         "allowed_networks": list(s.get("specdec_server_allowed_networks") or []),
         # The key file and the key's fingerprint (never the key); None without a key.
         "api_key": {"file": api_key_file, "fingerprint": key_fp} if api_key else None,

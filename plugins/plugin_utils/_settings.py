@@ -86,6 +86,9 @@ RESULTS = (
     'preflight_plan',
     'preflight_result',
     'specdec_benchmark_result',
+    'specdec_models_fetched',
+    'specdec_models_found',
+    'specdec_models_unresolved',
     'specdec_server_completion',
     'specdec_server_endpoint',
     'specdec_server_firewall',
@@ -108,8 +111,9 @@ RESULTS = (
 # The name under which sparkops.specdec.specdec_settings' result is registered on every host, for specdec_plan.
 PUBLISHED = 'specdec_settings'
 
-# Roles whose variables do not start with "<role>_".
-ROLE_PREFIXES = {'specdec_common': 'specdec_'}
+# Roles whose variables do not start with "<role>_": specdec_common's are facts every role reads; the options of
+# specdec_firewall and specdec_models kept the specdec_server_ names they had before their tasks moved (issue 21).
+ROLE_PREFIXES = {'specdec_common': 'specdec_', 'specdec_firewall': 'specdec_server_', 'specdec_models': 'specdec_server_'}
 
 _GIB = 1024 ** 3
 

@@ -1,10 +1,10 @@
 # -*- coding: utf-8 -*-
-"""The specdec_server role's background download never carries the HF token as a module argument.
+"""The specdec_models role's background download never carries the HF token as a module argument.
 
 An async module's arguments stay in the node's remote temporary directory (embedded in the AnsiballZ file that
 async_wrapper runs) for the whole download. The role writes the token in a 0600 file of a private directory and
 passes only its path, with token_file_remove (hf_download reads and removes it at start; its unit tests check that).
-The tasks are read from roles/specdec_server/tasks/download.yml and their arguments rendered by Ansible's Templar."""
+The tasks are read from roles/specdec_models/tasks/fetch.yml and their arguments rendered by Ansible's Templar."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pathlib
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
-TASKS = pathlib.Path(__file__).resolve().parents[2] / "roles" / "specdec_server" / "tasks" / "download.yml"
+TASKS = pathlib.Path(__file__).resolve().parents[2] / "roles" / "specdec_models" / "tasks" / "fetch.yml"
 HF = "sparkops.specdec.hf_download"
 COPY = "ansible.builtin.copy"
 TOKEN = "hf_RoleTokenNeverAnArgument0123456789"
@@ -40,8 +40,8 @@ def find(predicate):
 def render(args, **variables):
     base = {"specdec_server_hf_token": TOKEN, "specdec_server_download": True, "specdec_server_hf_endpoint": "",
             "specdec_server_download_timeout": 60, "specdec_server_download_max_workers": 8,
-            "__specdec_server_hf_cache": "/var/cache/hf", "__specdec_server_token_given": True,
-            "__specdec_server_token_dir": {"path": "/tmp/ansible.x1.specdec-hf"},
+            "__specdec_models_hf_cache": "/var/cache/hf", "__specdec_models_token_given": True,
+            "__specdec_models_token_dir": {"path": "/tmp/ansible.x1.specdec-hf"},
             "item": {"repo": "openai/gpt-oss-120b", "revision": "main", "local_dir": None}}
     base.update(variables)
     rendered = Templar(loader=DataLoader(), variables=base).template(args)
@@ -57,7 +57,7 @@ def test_the_background_download_gets_a_token_file_path_never_the_token():
     assert args["token_file"] == "/tmp/ansible.x1.specdec-hf/openai--gpt-oss-120b.token"
     assert args["token_file_remove"] is True
     # Without a token (public models) no file is named.
-    args = render(start[HF], specdec_server_hf_token="", __specdec_server_token_given=False)
+    args = render(start[HF], specdec_server_hf_token="", __specdec_models_token_given=False)
     assert "token_file" not in args and "token" not in args
 
 
@@ -75,7 +75,7 @@ def test_the_token_file_is_private_and_the_one_the_download_reads():
     assert len(block) == 1
     cleanup = [t for t in block[0]["always"] if "ansible.builtin.file" in t]
     assert [c["ansible.builtin.file"] for c in cleanup] == [
-        {"path": "{{ __specdec_server_token_dir.path }}", "state": "absent"}]
+        {"path": "{{ __specdec_models_token_dir.path }}", "state": "absent"}]
 
 
 def test_the_background_download_asks_for_what_the_cache_check_resolved():

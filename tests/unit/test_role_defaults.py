@@ -27,8 +27,8 @@ def _jinja(value):
 
 
 def test_all_roles_with_options_found():
-    assert sorted(SPECS) == ["docker_group", "netplan_qsfp", "specdec_benchmark", "specdec_common", "specdec_server",
-                             "ssh_mesh", "trtllm_container"]
+    assert sorted(SPECS) == ["docker_group", "netplan_qsfp", "specdec_benchmark", "specdec_common", "specdec_firewall",
+                             "specdec_models", "specdec_server", "ssh_mesh", "trtllm_container"]
 
 
 @pytest.mark.parametrize("role", sorted(SPECS))

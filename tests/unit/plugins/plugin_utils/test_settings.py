@@ -707,11 +707,13 @@ def test_removed_names_are_the_one_name_per_fact_change():
     declared = {name for options in specs.values() for name in options}
     assert len(_settings.REMOVED) == 14 and not set(_settings.REMOVED) & declared
     # specdec_deployment_id, specdec_engine, specdec_api_key, specdec_report_dir and the layout settings (issue 24)
-    # were shared from the start (no old names).
+    # were shared from the start (no old names);
+    # specdec_server_hf_token moved here from specdec_server keeping its name.
     assert set(_settings.REMOVED.values()) == shared - {'specdec_deployment_id', 'specdec_engine',
                                                         'specdec_api_key', 'specdec_report_dir',
                                                         'specdec_layout', 'specdec_layout_accept_four_node_ring',
-                                                        'specdec_nccl_bootstrap', 'specdec_nccl_management_interface'}
+                                                        'specdec_nccl_bootstrap', 'specdec_nccl_management_interface',
+                                                        'specdec_server_hf_token'}
     for new in set(_settings.REMOVED.values()):
         olds = sorted(old for old, repl in _settings.REMOVED.items() if repl == new)
         assert len(olds) == 2 and all(old.split('_')[0] in ('trtllm', 'specdec', 'ssh') for old in olds), (new, olds)
