@@ -25,6 +25,9 @@ _ARGS = frozenset(("topology", "commits", "downloads", "image", "state", "server
 # Settings that must be the same on every member of a deployment (the server's and the shared
 # facts, and the image: TP=2 needs one config and one engine on every rank).
 _SAME_ON_ALL = ("specdec_", "trtllm_container_image", "trtllm_container_trtllm_version")
+# Settings a node may hold its own value of: each node's Hugging Face token (the worker can copy from the head and
+# hold none). Every other setting, "token" in its name or not (a token count, the tiktoken files), is one value.
+_PER_NODE = frozenset(("specdec_server_hf_token",))
 
 
 def _unnamed_hosts(fleet):
@@ -188,7 +191,7 @@ class ActionModule(ActionBase):
         if len(members) > 1:
             names = sorted({k for h in members for k in user.get(h, {}) if k.startswith(_SAME_ON_ALL)})
             for name in names:
-                if "token" in name:
+                if name in _PER_NODE:
                     continue
                 values = {h: user.get(h, {}).get(name, defaults.get(name)) for h in members}
                 if len({repr(v) for v in values.values()}) > 1:

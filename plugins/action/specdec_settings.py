@@ -19,7 +19,9 @@ from ansible_collections.sparkops.specdec.plugins.plugin_utils import _settings
 
 
 def resolve(templar, task_vars):
-    """{settings: name -> value as Ansible resolves it, misnamed: [names], errors: [lines]} of one host's variables."""
+    """{settings: name -> value as Ansible resolves it, misnamed: [names], errors: [lines], deprecations: [records]} of
+    one host's variables. A renamed option (_settings.RENAMED) set under its old name is published under its new name,
+    with a deprecation record naming the new one (ansible-core shows it as a DEPRECATION WARNING)."""
     names, misnamed = _settings.select_names(task_vars.keys(), _action.specs())
     settings, failures = {}, {}
     for name in names:
@@ -27,14 +29,16 @@ def resolve(templar, task_vars):
             settings[name] = templar.template(task_vars[name])
         except Exception as exc:  # an undefined variable, or an expression that fails: one line, quoted below
             failures[name] = exc
-    errors = []
+    settings, used, errors = _settings.renamed(settings)
     if failures:
         # The exception may quote the token (or the variable it is built from): scrubbed before the quote is cut.
         scrub = _action.scrubber(*_action.secrets_of(templar, task_vars))
         for name, exc in sorted(failures.items()):
             quote = (scrub(to_text(exc)).splitlines() or [""])[0][:200]
             errors.append("%s: cannot be evaluated (%s); fix its value." % (name, quote))
-    return {"settings": settings, "misnamed": misnamed, "errors": errors}
+    deprecations = [{"msg": _settings.deprecation(old), "version": _settings.RENAMED_REMOVAL,
+                     "collection_name": _settings.COLLECTION} for old in used]
+    return {"settings": settings, "misnamed": misnamed, "errors": errors, "deprecations": deprecations}
 
 
 class ActionModule(ActionBase):

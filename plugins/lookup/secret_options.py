@@ -12,7 +12,7 @@ version_added: 0.3.0
 description:
   - "Returns the names of every option that declares C(no_log: true) in the argument specs
     (C(meta/argument_specs.yml)) of this collection's roles or in its playbook settings' table, e.g.
-    C(specdec_server_hf_token), C(specdec_server_api_key) and C(diagnose_secrets) (a list), sorted."
+    C(specdec_server_hf_token), C(specdec_api_key) and C(diagnose_secrets) (a list), sorted."
   - "C(playbooks/diagnose.yml) removes the values of all of them from the support bundle; an option added with
     C(no_log: true) is removed as well, with no list to keep by hand."
   - Takes no terms.

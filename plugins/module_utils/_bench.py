@@ -241,7 +241,7 @@ def check_not_standin(metrics_texts=(), texts=()):
             return
     raise BenchError("the endpoint is the sparkops lab STAND-IN for trtllm-serve, not TensorRT-LLM: it runs no model, "
                      "so throughput, latency and acceptance measured on it are meaningless and none is reported. "
-                     "Benchmark a real engine (a real TensorRT-LLM image on a Spark, or specdec_server_engine: llamacpp "
+                     "Benchmark a real engine (a real TensorRT-LLM image on a Spark, or specdec_engine: llamacpp "
                      "in the lab).")
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+from ansible_collections.sparkops.specdec.plugins.module_utils import _layout
 from ansible_collections.sparkops.specdec.plugins.module_utils._ssh_mesh import CONTAINER_HOST_KEY, MESH_DIR
 
 # ---------------------------------------------------------------------------------------------
@@ -65,7 +66,8 @@ def container_spec(settings):
 
     settings: name, image, engine (trtllm, llamacpp), multinode, gpus, infiniband_device, ulimits, ipc_mode, shm_size, cuda_env, env,
     fabric_interfaces, nccl_ib_hca, hostfile_hosts, state_dir, hf_cache (host directory), container_hf_cache_dir,
-    home (the deploy user's), host_key_dir, ssh_port, sshd_listen_addresses, entrypoint_sha1.
+    home (the deploy user's), host_key_dir, ssh_port, sshd_listen_addresses, entrypoint_sha1; optional layout,
+    bootstrap, management_interface, accept_four_node_ring (module_utils/_layout.fabric_env; default: today's pair).
 
     Multi-node: sshd on ssh_port (SSH_PORT) and on the sshd_listen_addresses only (SSHD_LISTEN_ADDRESSES), the
     NCCL/UCX/OpenMPI interface variables on the fabric interfaces, the OpenMPI hostfile, one rank per node; mounted
@@ -86,8 +88,8 @@ def container_spec(settings):
     llama = (s.get("engine") or "trtllm") == "llamacpp"
     if multinode and llama:
         raise ContainerError(
-            "specdec_server_engine: llamacpp serves on one Spark (no sshd, no MPI); use playbooks/single_spark.yml "
-            "(trtllm_container_multinode: false), or specdec_server_engine: trtllm.")
+            "specdec_engine: llamacpp serves on one Spark (no sshd, no MPI); use playbooks/single_spark.yml "
+            "(trtllm_container_multinode: false), or specdec_engine: trtllm.")
     listen = [str(a) for a in _list(s.get("sshd_listen_addresses"))]
     if multinode and not listen:
         raise ContainerError(
@@ -98,16 +100,16 @@ def container_spec(settings):
     env = dict(s.get("cuda_env") or {})
     env.update(s.get("env") or {})
     if multinode:
-        joined = ",".join(interfaces)
+        # The NCCL/UCX/OpenMPI environment of the layout (module_utils/_layout.fabric_env, the one function every engine
+        # takes it from; a pair's is today's, byte for byte). NCCL_IB_HCA is set below, as for one node.
+        layout = s.get("layout") or "direct"
+        fabric = _layout.fabric_env(
+            "direct" if layout == _layout.AUTO else layout, interfaces, (), hosts,
+            bootstrap=s.get("bootstrap") or "fabric_interfaces",
+            management_interface=s.get("management_interface") or _layout.DEFAULT_MANAGEMENT_INTERFACE,
+            accept_four_node_ring=_bool(s.get("accept_four_node_ring")), state_dir=state_dir)
+        env.update(fabric["env"])
         env.update({
-            "NCCL_SOCKET_IFNAME": joined,
-            "UCX_NET_DEVICES": joined,
-            "OMPI_MCA_btl_tcp_if_include": joined,
-            "OMPI_MCA_oob_tcp_if_include": joined,
-            "OMPI_MCA_orte_default_hostfile": state_dir + "/openmpi-hostfile",
-            "OMPI_MCA_rmaps_ppr_n_pernode": "1",
-            "OMPI_ALLOW_RUN_AS_ROOT": "1",
-            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
             "SSH_PORT": str(s["ssh_port"]),
             LISTEN_ENV: " ".join(listen),
         })

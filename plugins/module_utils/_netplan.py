@@ -49,9 +49,14 @@ class PlanError(ValueError):
 
 
 # ---------------------------------------------------------------------------- addresses
-def check_addresses(interfaces, addresses):
-    """Validate the planned CIDRs (one per interface, IPv4 host addresses, distinct). Raises PlanError."""
-    if len(interfaces) != 2 or len(set(interfaces)) != 2:
+def check_addresses(interfaces, addresses, count=2):
+    """Validate the planned CIDRs (one per interface, IPv4 host addresses, distinct). Raises PlanError.
+
+    ``count``: 2 (the cabled port's two logical interfaces), or 4 (a ring: every logical interface)."""
+    if len(interfaces) != count or len(set(interfaces)) != count:
+        if count == 4:
+            raise PlanError("interfaces: a ring needs the four logical interfaces of both ports (enp1s0f0np0, "
+                            "enP2p1s0f0np0, enp1s0f1np1, enP2p1s0f1np1), got %s." % list(interfaces))
         raise PlanError("interfaces: needs the two logical interfaces of the cabled port (from "
                         "sparkops.specdec.nccl_interface_info selected_interfaces), got %s." % list(interfaces))
     if len(addresses) != len(interfaces):
@@ -106,12 +111,19 @@ def split_pair(item):
 
 
 # ---------------------------------------------------------------------------- netplan file
-def render(interfaces, addresses, port=None):
-    """The netplan file for the pair (byte-identical to the role's former 40-cx7.yaml.j2)."""
+def render(interfaces, addresses, port=None, layout=None):
+    """The netplan file for the pair (byte-identical to the role's former 40-cx7.yaml.j2); a ring's names its four
+    interfaces, a switch's its layout."""
     where = "port %s" % port if port is not None else "port"
+    if layout == "ring":
+        what = "# ConnectX-7 QSFP ring: all four logical interfaces of both ports (two cables)."
+    elif layout == "switch":
+        what = "# ConnectX-7 QSFP %s to a switch: both logical interfaces of the cabled port." % where
+    else:
+        what = "# ConnectX-7 QSFP %s: both logical interfaces of the cabled port." % where
     lines = [
         "# %s (netplan_qsfp role). Local edits are overwritten." % MARK,
-        "# ConnectX-7 QSFP %s: both logical interfaces of the cabled port." % where,
+        what,
         "network:",
         "  version: 2",
         "  ethernets:",
@@ -446,3 +458,163 @@ def fabric_addresses(settings, index, count):
                 "%s/%d" % (net.network_address + first + count + index, net.prefixlen)], None
     except (ValueError, TypeError, IndexError) as exc:
         return [], str(exc)
+
+
+# ---------------------------------------------------------------------------- plans someone else wrote (issue 24)
+# The ConnectX-7 netdevs of a DGX Spark (module_utils/_nccl.CX7_TABLE): a plan addressing any of them is a fabric plan.
+CX7_NETDEVS = ("enp1s0f0np0", "enP2p1s0f0np0", "enp1s0f1np1", "enP2p1s0f1np1")
+# Who writes which file (for the messages only: ours and theirs are told apart by MARK, never by the name, since
+# NVIDIA's connect-two-sparks steps write the same /etc/netplan/40-cx7.yaml as this role).
+KNOWN_PLANS = {
+    "99-nvidia-sync-cluster.yaml": "NVIDIA Sync's Cluster Assistant",
+    "98-spark-vllm-docker.yaml": "eugr/spark-vllm-docker's setup-cluster.sh",
+    "40-cx7.yaml": "NVIDIA's connect-two-sparks steps",
+}
+
+
+def plan_interfaces(text, load):
+    """``{interface: {"addresses": [cidr], "dhcp4": bool}}`` of ``network.ethernets`` in a netplan YAML text.
+
+    ``load``: a YAML loader (``yaml.safe_load``; netplan itself is Python and needs PyYAML, so the node has it).
+    Raises ValueError when the text is not a netplan document. Addresses that are not IPv4 CIDRs are kept as given.
+    """
+    try:
+        data = load(text)
+    except Exception as exc:  # the loader's own error type
+        raise ValueError("not YAML (%s)" % str(exc).splitlines()[0] if str(exc) else "not YAML")
+    if data is None:
+        return {}
+    if not isinstance(data, dict) or not isinstance(data.get("network", {}), dict):
+        raise ValueError("no network: mapping")
+    ethernets = data.get("network", {}).get("ethernets") or {}
+    if not isinstance(ethernets, dict):
+        raise ValueError("network.ethernets is not a mapping")
+    out = {}
+    for name, conf in ethernets.items():
+        conf = conf if isinstance(conf, dict) else {}
+        addresses = conf.get("addresses") or []
+        if not isinstance(addresses, list):
+            addresses = [addresses]
+        found = []
+        for item in addresses:
+            value = next(iter(item)) if isinstance(item, dict) and item else item  # "addr: {lifetime: ...}" form
+            try:
+                found.append(str(ipaddress.IPv4Interface(str(value))))
+            except ValueError:
+                found.append(str(value))
+        out[str(name)] = {"addresses": found, "dhcp4": conf.get("dhcp4") in (True, "yes", "true", "on")}
+    return out
+
+
+def foreign_plans(files, load):
+    """The plans under /etc/netplan that address a ConnectX-7 interface and do not carry our mark.
+
+    ``files``: ``{path: text}`` of ``/etc/netplan/*.yaml``. Returns, in path order,
+    ``[{"path", "source", "interfaces": {interface: {addresses, dhcp4}}, "error"}]``: ``error`` is set (and
+    ``interfaces`` empty) when the file could not be read as netplan but names a ConnectX-7 interface.
+    """
+    out = []
+    for path in sorted(files):
+        text = files[path]
+        if text is None or is_ours(text):
+            continue
+        source = KNOWN_PLANS.get(path.rsplit("/", 1)[-1], "another netplan file")
+        try:
+            plan = plan_interfaces(text, load) if load is not None else None
+        except ValueError as exc:
+            if any(name in text for name in CX7_NETDEVS):
+                out.append({"path": path, "source": source, "interfaces": {}, "error": str(exc)})
+            continue
+        if plan is None:
+            if any(name in text for name in CX7_NETDEVS):
+                out.append({"path": path, "source": source, "interfaces": {},
+                            "error": "PyYAML is not installed on the node, so the file could not be read"})
+            continue
+        cx7 = {name: conf for name, conf in plan.items() if name in CX7_NETDEVS}
+        if cx7:
+            out.append({"path": path, "source": source, "interfaces": cx7, "error": None})
+    return out
+
+
+def compliance(plan, interfaces):
+    """Why a foreign plan cannot be adopted for ``interfaces`` (the pair, a ring's four): [] when it gives each of
+    them exactly one static IPv4 address, each in its own subnet."""
+    if plan.get("error"):
+        return ["it cannot be read (%s)" % plan["error"]]
+    problems = []
+    nets = {}
+    for name in interfaces:
+        conf = plan["interfaces"].get(name)
+        if conf is None:
+            problems.append("it does not address %s" % name)
+            continue
+        if conf["dhcp4"]:
+            problems.append("%s takes DHCP" % name)
+        good = []
+        for cidr in conf["addresses"]:
+            try:
+                good.append(ipaddress.IPv4Interface(cidr))
+            except ValueError:
+                continue
+        if len(good) != 1:
+            problems.append("%s has %d static IPv4 addresses, not one" % (name, len(good)))
+            continue
+        net = good[0].network
+        if net in nets:
+            problems.append("%s and %s share the subnet %s" % (nets[net], name, net))
+        nets[net] = name
+    return problems
+
+
+def ownership_decision(path, own_text, foreign, interfaces, take_over):
+    """Whose plan addresses ``interfaces``: ``{"action", "adopted", "replace", "message"}``.
+
+    ``own_text``: the content at ``path`` (None when absent); ``foreign``: ``foreign_plans(...)`` of the directory
+    (``path`` among them when a file without our mark addresses a ConnectX-7 interface there).
+    Actions: ``manage`` (no foreign plan: this module's file as before), ``adopt`` (one compliant foreign plan, no
+    consent to replace it: its addresses are used and nothing is written), ``take_over`` (replace every foreign plan:
+    ours is written, theirs moved aside as backups, ``replace`` lists them), ``refuse`` (``message``: one line).
+    Two plans for the same interfaces are never left in place.
+    """
+    if not foreign:
+        return {"action": "manage", "adopted": [], "replace": [], "message": None}
+    if take_over:
+        return {"action": "take_over", "adopted": [], "replace": [p["path"] for p in foreign if p["path"] != path],
+                "message": None}
+    names = "; ".join("%s (%s)" % (p["path"], p["source"]) for p in foreign)
+    if own_text is not None and is_ours(own_text):
+        return {"action": "refuse", "adopted": [], "replace": [], "message": (
+            "%s (ours) and %s both address the ConnectX-7 interfaces, and netplan would merge them into one stacked "
+            "plan; set netplan_qsfp_take_over: true (module option take_over) to keep ours and move theirs aside (a "
+            "backup is kept), or remove %s to adopt theirs. Nothing was changed." % (path, names, path))}
+    if len(foreign) > 1:
+        return {"action": "refuse", "adopted": [], "replace": [], "message": (
+            "%d netplan files address the ConnectX-7 interfaces (%s), a stacked plan this collection does not adopt; "
+            "leave one of them, or set netplan_qsfp_take_over: true (module option take_over) to replace them all "
+            "with ours (backups are kept). Nothing was changed." % (len(foreign), names))}
+    plan = foreign[0]
+    problems = compliance(plan, interfaces)
+    if problems:
+        why = (plan["path"], plan["source"], ", ".join(interfaces), "; ".join(problems))
+        return {"action": "refuse", "adopted": [], "replace": [], "message": (
+            "%s (%s) addresses the ConnectX-7 interfaces but cannot be adopted for %s: %s. Fix it, or set "
+            "netplan_qsfp_take_over: true (module option take_over) to replace it with this collection's plan (a "
+            "backup is kept). Nothing was changed." % why)}
+    adopted = ["%s %s" % (name, str(ipaddress.IPv4Interface(plan["interfaces"][name]["addresses"][0])))
+               for name in interfaces]
+    return {"action": "adopt", "adopted": adopted, "replace": [], "message": None}
+
+
+def foreign_on_pair(foreign, interfaces):
+    """``"<interface> <cidr>"`` entries the foreign plans put on ``interfaces`` (removed live when ours replaces them)."""
+    out = []
+    for plan in foreign:
+        for name in interfaces:
+            for cidr in (plan["interfaces"].get(name) or {}).get("addresses") or []:
+                try:
+                    item = "%s %s" % (name, ipaddress.IPv4Interface(cidr))
+                except ValueError:
+                    continue
+                if item not in out:
+                    out.append(item)
+    return out

@@ -16,7 +16,7 @@ describe the same):
   trtllm_container role's files/specdec_supervisor.py). ``server.sh stop`` removes it first.
 - ``<state_dir>/deployments/<deployment>.json`` key ``supervisor_gave_up``: written by the supervisor when it gives up
   after its cap of failed starts; the role's next start writes the state file without it.
-- ``<state_dir>/api-key``: llama-server's key file (0600) with specdec_server_api_key.
+- ``<state_dir>/api-key``: llama-server's key file (0600) with specdec_api_key.
 
 Everything that runs a command takes a ``run(argv, env=None) -> (rc, stdout, stderr)`` (the module passes
 AnsibleModule.run_command; tests a fake) and health checks an ``http_get(url, timeout) -> (status, reason)``.

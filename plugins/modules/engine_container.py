@@ -74,7 +74,7 @@ options:
     default: ""
   engine:
     description:
-      - The serving engine the container runs (C(specdec_server_engine)). With V(llamacpp) the C(tensorrt_llm) package
+      - The serving engine the container runs (C(specdec_engine)). With V(llamacpp) the C(tensorrt_llm) package
         version is never read (a llama.cpp image has none).
     type: str
     choices: [trtllm, llamacpp]

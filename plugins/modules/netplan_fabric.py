@@ -28,6 +28,15 @@ description:
     contains a management address.
   - B(Ownership.) An existing O(path) without the mark is not replaced unless O(take_over=true); a replaced file is
     kept next to it as C(<path>.<pid>.<timestamp>~) when O(backup=true) (netplan reads only C(*.yaml)).
+  - B(Plans someone else wrote.) Every C(*.yaml) of the directory of O(path) is read (PyYAML, which netplan itself
+    needs); a file without the mark that addresses a ConnectX-7 interface is a foreign plan (NVIDIA Sync's
+    C(99-nvidia-sync-cluster.yaml), eugr's C(98-spark-vllm-docker.yaml), NVIDIA's own C(40-cx7.yaml); ours and theirs
+    are told apart by the mark, never by the name). One foreign plan that gives each of O(interfaces) one static IPv4
+    address, each in its own subnet, is B(adopted), its addresses are returned and nothing is written, applied or
+    checkpointed. With O(take_over=true) every foreign plan is moved aside as C(<file>.<pid>.<timestamp>~) and ours
+    written (with O(apply_method=ip) their addresses on O(interfaces) are removed too); the checkpoint records them and
+    a rollback puts them back. Anything else (a plan that cannot be adopted, two plans, ours beside theirs) fails
+    before any change, so two plans for the same interfaces are never left in place.
   - B(Validation.) A new content is checked with C(netplan generate --root-dir <tmp>) (the file alone in a temporary
     root) before anything is written, when C(netplan) is installed; otherwise a warning says it was not validated.
   - B(Apply) (O(apply=true)). O(apply_method=netplan) runs C(netplan apply) when the file changed.
@@ -103,12 +112,40 @@ options:
     description: Number of nodes in the fabric group (V(single_subnet) places the second interfaces after the first ones).
     type: int
     default: 2
+  layout:
+    description:
+      - The fabric layout (C(specdec_layout)). V(direct) is two Sparks on one cable, addressed by the scheme options.
+      - V(ring) takes the four logical interfaces of both ports in O(interfaces) (order C(enp1s0f0np0),
+        C(enP2p1s0f0np0), C(enp1s0f1np1), C(enP2p1s0f1np1)); without O(addresses), NVIDIA's ring plan from
+        O(ring_subnets), O(node_index) and O(node_count) (two subnets per cable; the cable's lower node gets host 1,
+        the higher host 2).
+      - V(switch) gives node I(i) host O(switch_host_offset) + I(i) in each of O(link_subnets) (NVIDIA's switch plan,
+        192.168.100.N and 192.168.101.N).
+    type: str
+    choices: [direct, ring, switch]
+    default: direct
+    version_added: 0.3.0
+  ring_subnets:
+    description: The ring's subnets, two per cable in the order of the cable's (lower, higher) node pair (V(ring)).
+    type: list
+    elements: str
+    default: [192.168.0.0/24, 192.168.1.0/24, 192.168.2.0/24, 192.168.3.0/24, 192.168.4.0/24, 192.168.5.0/24,
+              192.168.6.0/24, 192.168.7.0/24]
+    version_added: 0.3.0
+  switch_host_offset:
+    description: Host part of node 0 in each link subnet on a switch (V(switch)); NVIDIA's runbook numbers nodes from 1.
+    type: int
+    default: 1
+    version_added: 0.3.0
   path:
     description: The netplan file this module owns; a C(.yaml) file directly under C(/etc/netplan) for netplan to read it.
     type: path
     default: /etc/netplan/40-cx7.yaml
   take_over:
-    description: Replace an existing O(path) that does not carry the mark (a backup is kept when O(backup=true)).
+    description:
+      - Replace an existing O(path) that does not carry the mark (a backup is kept when O(backup=true)), and move aside
+        every other plan without the mark that addresses a ConnectX-7 interface (kept as a backup, put back by a
+        rollback). Without it, one compliant foreign plan is adopted as it is.
     type: bool
     default: false
   backup:
@@ -254,7 +291,8 @@ path:
   sample: /etc/netplan/40-cx7.yaml
 file:
   description:
-    - O(state=present) V(create), V(update) or V(none) (same content); V(attributes) when only owner or mode differ.
+    - O(state=present) V(create), V(update) or V(none) (same content); V(attributes) when only owner or mode differ;
+      V(adopted) when a foreign plan is used as it is.
     - O(state=rollback) V(restore), V(remove) or V(none).
   returned: success
   type: str
@@ -310,6 +348,39 @@ management:
       description: IPv4 subnets of those interfaces.
       type: list
       elements: str
+ownership:
+  description:
+    - Whose plan addresses the interfaces (O(state=present)). V(manage) (no foreign plan, this module's file),
+      V(adopt) (one compliant foreign plan, used as it is, nothing written), V(take_over) (foreign plans replaced).
+  returned: with O(state=present), also when it refuses
+  type: str
+  sample: adopt
+foreign_plans:
+  description: The files without the mark that address a ConnectX-7 interface, and who writes such a file.
+  returned: with O(state=present), also when it refuses
+  type: list
+  elements: dict
+  sample: [{path: /etc/netplan/99-nvidia-sync-cluster.yaml, source: "NVIDIA Sync's Cluster Assistant"}]
+adopted:
+  description: The foreign plan whose addresses were adopted (RV(file) is V(adopted)).
+  returned: when RV(ownership) is V(adopt)
+  type: str
+  sample: /etc/netplan/99-nvidia-sync-cluster.yaml
+replaced:
+  description: The foreign plans moved aside (or to be moved, in check mode) besides O(path) itself.
+  returned: when a file is planned (not when adopting)
+  type: list
+  elements: str
+replaced_backups:
+  description: Where the replaced foreign plans were moved.
+  returned: when foreign plans were moved aside
+  type: list
+  elements: str
+restored_plans:
+  description: The foreign plans a rollback put back (O(state=rollback)).
+  returned: with O(state=rollback)
+  type: list
+  elements: str
 checkpoint:
   description: The checkpoint of this run.
   returned: always
@@ -355,7 +426,7 @@ import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _netplan
+from ansible_collections.sparkops.specdec.plugins.module_utils import _layout, _netplan
 from ansible_collections.sparkops.specdec.plugins.module_utils._ssh_connection import ssh_connection
 
 
@@ -413,6 +484,35 @@ def _write_file(path, content, uid, gid, mode):
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def _yaml_load():
+    """PyYAML's safe_load, or None when PyYAML is missing (netplan itself needs it, so a node with netplan has it)."""
+    try:
+        import yaml
+    except ImportError:
+        return None
+    return yaml.safe_load
+
+
+def _netplan_files(directory):
+    """{path: text} of the *.yaml files netplan reads in ``directory`` (unreadable files as None)."""
+    out = {}
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return out
+    for name in names:
+        full = os.path.join(directory, name)
+        if not name.endswith(".yaml") or not os.path.isfile(full):
+            continue
+        found = _read_file(full)
+        out[full] = found["content"] if found else None
+    return out
+
+
+def _backup_name(path):
+    return "%s.%d.%s~" % (path, os.getpid(), _now().strftime("%Y-%m-%d@%H:%M:%S"))
 
 
 def _safe_text(text):
@@ -493,8 +593,23 @@ class Fabric(object):
 
     # ------------------------------------------------------------------ state=present
     def planned_addresses(self, interfaces):
+        layout = self.p["layout"]
         if self.p["addresses"]:
             addresses = self.p["addresses"]
+        elif layout in ("ring", "switch"):
+            if self.p["node_index"] < 0 or self.p["node_count"] < 2 or self.p["node_index"] >= self.p["node_count"]:
+                raise _netplan.PlanError("node_index: %d is not an index of %d nodes (node_count)."
+                                         % (self.p["node_index"], self.p["node_count"]))
+            settings = {"netplan_qsfp_ring_subnets": self.p["ring_subnets"],
+                        "netplan_qsfp_link_subnets": self.p["link_subnets"],
+                        "netplan_qsfp_switch_host_offset": self.p["switch_host_offset"]}
+            addresses, error = _layout.node_addresses(layout, settings, self.p["node_index"], self.p["node_count"])
+            if error:
+                raise _netplan.PlanError("layout %s: cannot derive the addresses (%s); check %s, or set addresses."
+                                         % (layout, error, "ring_subnets" if layout == "ring" else
+                                            "link_subnets and switch_host_offset"))
+            if layout == "switch":
+                _netplan.check_in_subnets(addresses, self.p["link_subnets"], "switch_host_offset")
         else:
             settings = {
                 "netplan_qsfp_scheme": self.p["scheme"],
@@ -514,7 +629,7 @@ class Fabric(object):
                 _netplan.check_in_subnets(addresses, self.p["link_subnets"], "host_offset")
             else:
                 _netplan.check_in_subnets(addresses, [self.p["single_subnet"]] * 2, "single_host_offset")
-        return _netplan.check_addresses(interfaces, addresses)
+        return _netplan.check_addresses(interfaces, addresses, _layout.address_count(layout))
 
     def present(self):
         module, p = self.module, self.p
@@ -534,6 +649,17 @@ class Fabric(object):
         if missing:
             module.fail_json(msg="interfaces: %s do(es) not exist on this node (it has %s). Nothing was changed."
                              % (", ".join(missing), ", ".join(names)), **result)
+        # Whose plan addresses the interfaces (issue 24): ours, one foreign plan to adopt, or theirs to take over.
+        existing = _read_file(path)
+        foreign = _netplan.foreign_plans(_netplan_files(os.path.dirname(path) or "."), _yaml_load())
+        owner = _netplan.ownership_decision(path, existing and existing["content"], foreign, interfaces, p["take_over"])
+        result.update(ownership=owner["action"],
+                      foreign_plans=[{"path": f["path"], "source": f["source"]} for f in foreign])
+        if owner["action"] == "refuse":
+            module.fail_json(msg=owner["message"], **result)
+        if owner["action"] == "adopt":
+            addresses = [_netplan.split_pair(a)[1] for a in owner["adopted"]]
+            result.update(addresses=addresses, ips=[a.split("/", 1)[0] for a in addresses], adopted=foreign[0]["path"])
         candidates = list(p["management_addresses"] or [])
         server = _netplan.ssh_server_address(_ssh_connection())
         if server:
@@ -544,15 +670,24 @@ class Fabric(object):
         if problems:
             module.fail_json(msg=_netplan.guard_message(mgmt, problems), **result)
 
-        existing = _read_file(path)
-        planned_text = _netplan.render(interfaces, addresses, p["port"])
+        if owner["action"] == "adopt":
+            # Adopted as it is: its addresses are used, nothing is written, applied or checkpointed.
+            before = _netplan.pair_state(links, interfaces)
+            result.update(changed=False, file="adopted", file_changed=False, netplan_apply=False, validated=None,
+                          actions={"add": [], "remove": [], "up": []}, pair_before=before, pair_after=before)
+            if module._diff:
+                result["diff"] = []
+            module.exit_json(**result)
+        replace = [f for f in foreign if f["path"] in owner["replace"]]
+        planned_text = _netplan.render(interfaces, addresses, p["port"], p["layout"])
         decision = _netplan.file_decision(existing and existing["content"], planned_text, p["take_over"])
         if decision == "refuse":
             module.fail_json(msg=_netplan.refuse_message(path), **result)
         if decision == "none" and (existing["uid"], existing["gid"], existing["mode"]) != (OWNER_UID, OWNER_GID, "0600"):
             decision = "attributes"
         result["file"] = decision
-        result["file_changed"] = decision != "none"
+        result["file_changed"] = decision != "none" or bool(replace)
+        result["replaced"] = [f["path"] for f in replace]
 
         previous = self.read_checkpoint()[0]
         before = _netplan.pair_state(links, interfaces)
@@ -560,11 +695,14 @@ class Fabric(object):
         live = p["apply"] and p["apply_method"] == "ip"
         if live:
             ours = _netplan.ours_before(existing and existing["content"], previous)
+            # Taking over: the replaced plans' addresses on the interfaces go too (never two plans' addresses).
+            if owner["action"] == "take_over":
+                ours += [a for a in _netplan.foreign_on_pair(foreign, interfaces) if a not in ours]
             actions = _netplan.ip_actions(before, planned, ours, interfaces)
         else:
             actions = {"add": [], "remove": [], "up": []}
         writes = decision in ("create", "update")
-        netplan_apply = bool(p["apply"] and p["apply_method"] == "netplan" and writes)
+        netplan_apply = bool(p["apply"] and p["apply_method"] == "netplan" and (writes or replace))
         after = _netplan.after_ip(before, actions)
         changed = result["file_changed"] or not _netplan.no_actions(actions)
         result.update(changed=changed, actions=actions, netplan_apply=netplan_apply, pair_before=before,
@@ -574,6 +712,9 @@ class Fabric(object):
             if writes:
                 diff.append({"before_header": path if existing else "%s (absent)" % path, "after_header": path,
                              "before": _safe_text(existing["content"]) if existing else "", "after": planned_text})
+            for plan in replace:
+                diff.append({"before_header": plan["path"], "after_header": "%s (moved aside as a backup)" % plan["path"],
+                             "before": _safe_text((_read_file(plan["path"]) or {}).get("content")) or "", "after": ""})
             if live and not _netplan.no_actions(actions):
                 diff.append({"before_header": "IPv4 addresses of %s" % ", ".join(interfaces),
                              "after_header": "IPv4 addresses of %s" % ", ".join(interfaces),
@@ -597,6 +738,11 @@ class Fabric(object):
                                              p["apply_method"])
         if existing:
             checkpoint["file"].update(uid=existing["uid"], gid=existing["gid"])
+        checkpoint["foreign"] = []
+        for plan in replace:
+            found = _read_file(plan["path"]) or {}
+            checkpoint["foreign"].append({"path": plan["path"], "content": found.get("content"), "uid": found.get("uid"),
+                                          "gid": found.get("gid"), "mode": found.get("mode"), "backup": None})
         try:
             self.write_checkpoint(checkpoint)
         except OSError as exc:
@@ -611,7 +757,14 @@ class Fabric(object):
                     result["backup_file"] = checkpoint["backup_file"] = module.backup_local(path)
                 checkpoint["file_changed"] = True
                 self.write_checkpoint(checkpoint)
-                _write_file(path, planned_text, OWNER_UID, OWNER_GID, 0o600)
+                if decision != "none":
+                    _write_file(path, planned_text, OWNER_UID, OWNER_GID, 0o600)
+                for entry in checkpoint["foreign"]:
+                    step = "moving %s aside" % entry["path"]
+                    entry["backup"] = _backup_name(entry["path"])
+                    self.write_checkpoint(checkpoint)
+                    os.rename(entry["path"], entry["backup"])
+                result["replaced_backups"] = [e["backup"] for e in checkpoint["foreign"]]
             if netplan_apply:
                 step = "netplan apply"
                 checkpoint["netplan_applied"] = True
@@ -674,7 +827,12 @@ class Fabric(object):
             current["mode"] != before_file.get("mode") or current["uid"] != before_file.get("uid", OWNER_UID)
             or current["gid"] != before_file.get("gid", OWNER_GID)))
         backup = acts["backup"] if acts["backup"] and os.path.exists(acts["backup"]) else None
-        changed = acts["file"] != "none" or attrs_differ or bool(backup) or not _netplan.no_actions(acts)
+        # Plans of others that the run moved aside (take_over): back in place, as they were.
+        moved = [e for e in checkpoint.get("foreign") or []
+                 if (_read_file(e["path"]) or {}).get("content") != e.get("content")]
+        changed = (acts["file"] != "none" or attrs_differ or bool(backup) or not _netplan.no_actions(acts)
+                   or bool(moved))
+        result["restored_plans"] = [e["path"] for e in moved]
         actions = {k: acts[k] for k in ("add", "remove", "up", "down")}
         result.update(changed=changed, file=acts["file"], actions=actions)
         if module._diff and acts["file"] != "none":
@@ -696,6 +854,18 @@ class Fabric(object):
         except OSError as exc:
             file_ok = False
             errors.append("restoring %s: %s" % (path, exc))
+        for entry in moved:
+            try:
+                if entry.get("backup") and os.path.exists(entry["backup"]) and not os.path.exists(entry["path"]):
+                    os.rename(entry["backup"], entry["path"])
+                else:
+                    _write_file(entry["path"], entry["content"] or "", entry.get("uid", OWNER_UID),
+                                entry.get("gid", OWNER_GID), int(entry.get("mode") or "0600", 8))
+                    if entry.get("backup") and os.path.exists(entry["backup"]):
+                        os.unlink(entry["backup"])
+            except OSError as exc:
+                file_ok = False
+                errors.append("restoring %s: %s" % (entry["path"], exc))
         if acts["netplan_apply"]:
             try:
                 self.run([module.get_bin_path("netplan", required=True), "apply"])
@@ -723,7 +893,9 @@ class Fabric(object):
         final = _read_file(path)
         file_back = (final is None) if not before_file.get("existed") else (
             final is not None and final["content"] == before_file.get("content"))
-        restored = file_back and _netplan.same_pair_state(after, checkpoint["pair"]) and not errors
+        plans_back = all((_read_file(e["path"]) or {}).get("content") == e.get("content")
+                         for e in checkpoint.get("foreign") or [])
+        restored = file_back and plans_back and _netplan.same_pair_state(after, checkpoint["pair"]) and not errors
         checkpoint["status"] = _netplan.ROLLED_BACK if restored else _netplan.ROLLBACK_INCOMPLETE
         checkpoint["rolled_back_at"] = _now().isoformat()
         try:
@@ -754,6 +926,9 @@ def main():
             single_host_offset=dict(type="int", default=12),
             node_index=dict(type="int", default=0),
             node_count=dict(type="int", default=2),
+            layout=dict(type="str", default="direct", choices=["direct", "ring", "switch"]),
+            ring_subnets=dict(type="list", elements="str", default=list(_layout.RING_SUBNETS)),
+            switch_host_offset=dict(type="int", default=_layout.SWITCH_HOST_OFFSET),
             path=dict(type="path", default="/etc/netplan/40-cx7.yaml"),
             take_over=dict(type="bool", default=False),
             backup=dict(type="bool", default=True),

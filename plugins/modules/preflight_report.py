@@ -25,7 +25,7 @@ description:
     C(timeout), C(no_route), C(dns), C(closed), C(no_client), C(other); the fix depends on the kind. They skip when
     no peer address is known, or (containers) when the container is not running or Docker is not usable."
   - "C(endpoint_exposure) (on the head; skips on the worker): warns when the plan binds the server to every interface
-    (C(0.0.0.0), C(::)) without C(specdec_server_api_key), i.e. the endpoint is open to every network the node is on; a
+    (C(0.0.0.0), C(::)) without C(specdec_api_key), i.e. the endpoint is open to every network the node is on; a
     host firewall of the user's own is not looked at. Passes for C(loopback), one address, every interface with an API
     key, or when C(specdec_server_allowed_networks) has the role's ufw admit only those client networks."
   - "C(hub_reach): the node's own request to the Hub or mirror (C(specdec_server_hf_endpoint), else the node's

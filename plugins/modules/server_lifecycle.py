@@ -29,7 +29,7 @@ description:
     C(api_key_file); a record without these is served with the supervisor's documented defaults), which
     C(server.sh stop) removes first; the state file's C(supervisor_gave_up), written by the supervisor when it gives up
     after its cap of failed starts (a start by the role writes the state file without it);
-    C(api-key), llama-server's key file (mode 0600) with C(specdec_server_api_key)."
+    C(api-key), llama-server's key file (mode 0600) with C(specdec_api_key)."
   - O(state=status) reads the state file and whether the server runs (read-only, also in check mode).
   - O(state=started) writes C(server.sh) for O(launch) and the key file, then acts on O(action). C(none) checks that
     the running server answers C(/health) from the node. C(start) starts it, C(restart) stops the running one first.
@@ -87,7 +87,7 @@ options:
     type: str
     default: ''
   api_key:
-    description: llama-server's API key (C(specdec_server_api_key)); written to O(api_key_file). Never logged.
+    description: llama-server's API key (C(specdec_api_key)); written to O(api_key_file). Never logged.
     type: str
     default: ''
   api_key_file:
@@ -320,7 +320,7 @@ class Lifecycle(object):
         key_text = (p["api_key"] + "\n") if key_path else None
         key_changed = bool(key_path) and (_read(key_path) != key_text or _mode(key_path) != 0o600)
         if key_path and not p["api_key"]:
-            self.fail("api_key: empty, but the launch reads %s; set specdec_server_api_key." % key_path)
+            self.fail("api_key: empty, but the launch reads %s; set specdec_api_key." % key_path)
         # api_key_file '' (the launch reads none): the key file goes once the server serves.
         key_gone = key_path == "" and os.path.exists(self.path(_server.API_KEY_NAME))
         self.result["health"] = "unchecked"

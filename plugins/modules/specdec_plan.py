@@ -40,7 +40,7 @@ description:
   - Builds the plan (see RV(plan)), that is the C(extra-llm-api-config.yml) content with the key spelling of the image's
     TensorRT-LLM version, the C(trtllm-serve) argv, the rank environment, the models and revisions, the draft
     location, the port and the endpoint.
-  - With C(specdec_server_engine=llamacpp) (one Spark only), the plan is llama.cpp's C(llama-server) argv instead, with the
+  - With C(specdec_engine=llamacpp) (one Spark only), the plan is llama.cpp's C(llama-server) argv instead, with the
     target and draft GGUF files (C(specdec_server_target_file), C(specdec_server_draft_file)) read from the Hugging Face
     cache snapshot of the downloaded commits, C(--spec-type draft-simple) with C(--spec-draft-n-max) for method
     C(draft_target), C(--metrics), C(--alias) the target id; no C(extra-llm-api-config.yml) (RV(plan.config_text) is
@@ -192,7 +192,7 @@ plan:
         C(open) (every network, with an API key) or C(open_unauthenticated) (every network, no key).
       type: str
     api_key:
-      description: Engine llamacpp with C(specdec_server_api_key) set, C(file) (the 0600 key file C(llama-server) reads
+      description: Engine llamacpp with C(specdec_api_key) set, C(file) (the 0600 key file C(llama-server) reads
         with C(--api-key-file)) and C(fingerprint) (PBKDF2-SHA256 of the key salted with the deployment id, also in the
         launch spec as C(api_key), so a changed key is a changed launch spec); null without a key. Never the key.
       type: dict

@@ -54,7 +54,7 @@ options:
     default: 5
   api_key:
     description:
-      - "API key of the server (C(specdec_server_api_key)), sent as C(Authorization: Bearer) with C(/v1/models) and the
+      - "API key of the server (C(specdec_api_key)), sent as C(Authorization: Bearer) with C(/v1/models) and the
         metrics (llama-server refuses them without it; C(/health) is exempt). Never returned."
     type: str
 extends_documentation_fragment:

@@ -32,7 +32,7 @@ import json
 import re
 from collections.abc import Mapping
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _server
+from ansible_collections.sparkops.specdec.plugins.module_utils import _layout, _server
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _toolcall
 from ansible_collections.sparkops.specdec.plugins.module_utils._netplan import fabric_addresses
 
@@ -171,7 +171,7 @@ LLAMACPP_OWNED_FLAGS = {
     "-a": "specdec_server_target_model", "-c": "specdec_server_ctx_size", "--ctx-size": "specdec_server_ctx_size",
     "-t": "specdec_server_threads", "--threads": "specdec_server_threads",
     "--host": "specdec_server_host", "--port": "specdec_server_port",
-    "--api-key": "specdec_server_api_key", "--api-key-file": "specdec_server_api_key",
+    "--api-key": "specdec_api_key", "--api-key-file": "specdec_api_key",
 }
 GGUF_FILE = re.compile(r"^(?!/)(?!.*(^|/)\.\.?(/|$))[A-Za-z0-9._/+-]+\.gguf$", re.I)
 
@@ -186,7 +186,7 @@ SPELLINGS = (
      "draft_key": "speculative_model"},
 )
 # Command-line flags the plan sets itself (a user flag for one of them would be ambiguous).
-OWNED_FLAGS = ("--tp_size", "--tensor_parallel_size", "--port", "--host", "--backend", "--extra_llm_api_options",
+OWNED_FLAGS = ("--tp_size", "--tensor_parallel_size", "--pp_size", "--pipeline_parallel_size", "--port", "--host", "--backend", "--extra_llm_api_options",
                "--config", "--revision")
 # Dedicated variable -> its extra-llm-api-config.yml key path.
 DEDICATED = {
@@ -392,7 +392,7 @@ def deployment_from_inventory(settings, topology, members, head, host_addresses=
         "topology": topology,
         "members": list(members),
         "head": head,
-        "engine": settings.get("specdec_server_engine") or "trtllm",
+        "engine": settings.get("specdec_engine") or "trtllm",
         "image": settings.get("trtllm_container_image"),
         "preset": settings.get("specdec_server_preset") or "auto",
         "settings": dict(settings),
@@ -433,8 +433,8 @@ def _resolve(dep, errors):
         return name, None
     if engine in ENGINES and PRESETS[name]["engine"] != engine:
         fits = sorted(n for n, p in PRESETS.items() if p["engine"] == engine)
-        errors.append("specdec_server_preset: %s is a preset of engine %s, but specdec_server_engine is %s; use auto or %s, "
-                      "or set specdec_server_engine: %s."
+        errors.append("specdec_server_preset: %s is a preset of engine %s, but specdec_engine is %s; use auto or %s, "
+                      "or set specdec_engine: %s."
                       % (name, PRESETS[name]["engine"], engine, " or ".join(fits), PRESETS[name]["engine"]))
         return name, None
     resolved = copy.deepcopy(PRESETS[name])
@@ -458,7 +458,7 @@ def _check_engine(dep, r, errors):
         for field in LLAMACPP_OVERRIDABLE:
             if _set(s.get("specdec_server_" + field)):
                 errors.append("specdec_server_%s: only engine llamacpp reads it; remove it for engine trtllm (%s), or set "
-                              "specdec_server_engine: llamacpp." % (field, "it serves the whole repo" if field.endswith(
+                              "specdec_engine: llamacpp." % (field, "it serves the whole repo" if field.endswith(
                                   "_file") else "trtllm-serve has no such option"))
         return
     for name, instead in TRTLLM_ONLY.items():
@@ -468,8 +468,8 @@ def _check_engine(dep, r, errors):
         errors.append("specdec_server_method: %s is not available with engine llamacpp (llama-server speculates with a "
                       "standalone draft model); set draft_target, or none for no speculation." % r["method"])
     if len(dep["members"]) > 1:
-        errors.append("specdec_server_engine: llamacpp serves on one Spark only for now; use playbooks/single_spark.yml, "
-                      "or specdec_server_engine: trtllm for two Sparks.")
+        errors.append("specdec_engine: llamacpp serves on one Spark only for now; use playbooks/single_spark.yml, "
+                      "or specdec_engine: trtllm for two Sparks.")
     roles = ("target", "draft") if r["method"] == "draft_target" else ("target",)
     for role in roles:
         value = r.get(role + "_file")
@@ -498,7 +498,7 @@ def _check_fields(dep, r, errors):
     s = dep["settings"]
     members = dep["members"]
     if dep["engine"] not in ENGINES:
-        errors.append("specdec_server_engine: '%s' is not supported; use %s." % (dep["engine"], " or ".join(ENGINES)))
+        errors.append("specdec_engine: '%s' is not supported; use %s." % (dep["engine"], " or ".join(ENGINES)))
     if r["method"] not in METHODS:
         errors.append("specdec_server_method: '%s' is not a method; use %s." % (
             r["method"], "eagle3, draft_target or none" if r["engine"] != "llamacpp" else "draft_target or none"))
@@ -517,6 +517,11 @@ def _check_fields(dep, r, errors):
     elif not _is_int(r["tp_size"], 1):
         errors.append("specdec_server_tp_size: %r is not a positive integer; set it to the number of Sparks "
                       "of the deployment (%d)." % (r["tp_size"], len(members)))
+    elif _is_int(s.get("specdec_server_pp_size"), 2):
+        # Pipeline parallel (issue 24): tp_size x pp_size ranks, one GPU per Spark.
+        line = _layout.parallel_problem(r["tp_size"], s["specdec_server_pp_size"], len(members), dep["id"])
+        if line:
+            errors.append(line)
     elif int(str(r["tp_size"])) != len(members):
         errors.append("specdec_server_tp_size: %s does not match the %d node(s) of deployment %s (%s); set %d, or %s."
                       % (r["tp_size"], len(members), dep["id"], ", ".join(members), len(members),
@@ -619,6 +624,8 @@ def _argv(dep, r, options, cli_frac, revision, state_dir, errors):
                           "host: specdec_server_host, TP size: specdec_server_tp_size, revision: "
                           "specdec_server_target_revision)." % flag)
     argv = ["trtllm-serve", r["target_model"], "--backend", "pytorch", "--tp_size", str(r["tp_size"])]
+    if _is_int(s.get("specdec_server_pp_size"), 2):
+        argv += ["--pp_size", str(s["specdec_server_pp_size"])]
     if revision:
         argv += ["--revision", revision]
     for field in ("max_batch_size", "max_num_tokens"):
@@ -836,12 +843,12 @@ def _check_method_ignores(dep, r, errors):
 
 
 def _check_access(dep, r, errors):
-    """specdec_server_api_key: only llama-server takes one (trtllm-serve has no API key option)."""
-    key = dep["settings"].get("specdec_server_api_key") or ""
+    """specdec_api_key: only llama-server takes one (trtllm-serve has no API key option)."""
+    key = dep["settings"].get("specdec_api_key") or ""
     if key and r["engine"] == "trtllm":
-        errors.append("specdec_server_api_key: trtllm-serve has no API key option; remove it for engine trtllm and "
+        errors.append("specdec_api_key: trtllm-serve has no API key option; remove it for engine trtllm and "
                       "restrict who reaches the endpoint with specdec_server_host (loopback or management) or a "
-                      "firewall, or serve with specdec_server_engine: llamacpp.")
+                      "firewall, or serve with specdec_engine: llamacpp.")
 
 
 def build_plan(dep, trtllm_version=None, version_source=None, commits=None, image_id=None, tuned=None):
@@ -869,10 +876,19 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
         _check_engine(dep, r, errors)
     _check_access(dep, r, errors)
     _check_method_ignores(dep, r, errors)
+    # The fabric layout (issue 24; module_utils/_layout.py): auto is direct for a pair, none for one Spark.
+    layout, line = _layout.resolve_layout(s.get("specdec_layout"), len(dep["members"]),
+                                          bool(s.get("specdec_layout_accept_four_node_ring")))
+    if line:
+        errors.append(line)
+    if s.get("specdec_nccl_bootstrap") == "management_interface":
+        errors.append("specdec_nccl_bootstrap: management_interface is not passed to the engine container by the "
+                      "playbooks yet (docs/layouts.md), which would still bootstrap NCCL over the QSFP interfaces; "
+                      "remove it (fabric_interfaces, the default).")
     llama = r["engine"] == "llamacpp"
     spelling = None if llama else spelling_for(trtllm_version)
     state_dir = s.get("specdec_state_dir") or "/var/lib/sparkops/specdec"
-    api_key = (s.get("specdec_server_api_key") or "") if llama else ""
+    api_key = (s.get("specdec_api_key") or "") if llama else ""
     api_key_file = "%s/%s" % (state_dir, API_KEY_FILE) if api_key else None
     cache_in_container = s.get("specdec_container_hf_cache_dir") or "/root/.cache/huggingface"
     spec_on = r["method"] in ("eagle3", "draft_target")
@@ -950,6 +966,10 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
         "draft_model": r["draft_model"] if spec_on else None,
         "max_draft_len": max_draft_len,
         "tp_size": int(str(r["tp_size"])) if _is_int(r["tp_size"], 1) else None,
+        # The fabric layout (direct, ring, switch; None for one Spark) and pp_size (issue 24): not in the launch spec,
+        # so a pair deployed before them keeps its fingerprint.
+        "layout": layout,
+        "pp_size": int(str(s["specdec_server_pp_size"])) if _is_int(s.get("specdec_server_pp_size"), 1) else 1,
         "host": str(r["host"]),
         "port": port,
         "endpoint": "http://%s:%s/v1" % ("127.0.0.1" if local else head_addr, port),
@@ -1070,9 +1090,13 @@ def desired_of(plan):
 
 
 def check_fabric(members, settings_of, management):
-    """Deployment-wide fabric checks: derivable, unique, inside their subnets, off the management addresses."""
+    """Deployment-wide fabric checks: derivable, unique, inside their subnets, off the management addresses.
+    A ring or a switch (specdec_layout) is checked by its own plan (module_utils/_layout.check_plan)."""
     import ipaddress
 
+    layout = settings_of(members[0]).get("specdec_layout") if members else None
+    if layout in ("ring", "switch"):
+        return _layout.check_plan(layout, members, settings_of, management)
     errors = []
     seen = {}
     for index, host in enumerate(members):

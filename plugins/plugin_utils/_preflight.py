@@ -50,7 +50,7 @@ FIXES = {
                    "nvidia-smi",
     "ports_free": "Stop that process, or set specdec_server_port / specdec_container_ssh_port to free ports.",
     "endpoint_exposure": "Bind one network: specdec_server_host: loopback (clients on the node) or management (clients on "
-                         "the management network); with engine llamacpp set specdec_server_api_key (in Ansible Vault); "
+                         "the management network); with engine llamacpp set specdec_api_key (in Ansible Vault); "
                          "or admit only your client networks to the port with specdec_server_allowed_networks (ufw).",
     "clock_sync": "sudo timedatectl set-ntp true",
     "hf_access": "Set a valid token (specdec_server_hf_token / HF_TOKEN) and request access to each gated repo on the "

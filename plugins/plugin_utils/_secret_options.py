@@ -80,7 +80,9 @@ def spec_options(root=None):
 
 def no_log_options(root=None):
     """The names of the options that declare ``no_log: true`` in any role's argument specs or in the playbook
-    settings' table, sorted, each once."""
+    settings' table, and the old names of those renamed (``_settings.RENAMED``, still read in 0.3.x), sorted, each
+    once."""
     names = {name for _role, _entry, name, option in spec_options(root) if option.get("no_log") is True}
     names.update(name for name, spec in playbook_options() if spec.get("no_log") is True)
+    names.update(old for old, new in _settings.RENAMED.items() if new in names)
     return sorted(names)

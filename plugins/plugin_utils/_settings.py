@@ -63,6 +63,19 @@ REMOVED = {
     'specdec_server_head_host': 'specdec_head_host',
 }
 
+# Renamed options (issue 21): two facts shared by every role dropped the role prefix. Old name -> new name. Unlike a
+# REMOVED name, the old one still works in 0.3.x: the settings action (sparkops.specdec.specdec_settings) takes its
+# value under the new name, with a deprecation warning naming the new one; the old and the new name set to different
+# values is an error. The role defaults of the new names read the old ones (roles/specdec_common/defaults/main/
+# computed.yml), so the roles' YAML sees the new name before the settings action runs. An old name is no_log when its
+# new name is (plugin_utils/_secret_options.py).
+RENAMED = {
+    'specdec_server_engine': 'specdec_engine',
+    'specdec_server_api_key': 'specdec_api_key',
+}
+# The release that removes the old names of RENAMED (they become REMOVED names then).
+RENAMED_REMOVAL = '0.4.0'
+
 # What the roles, the playbooks and the actions publish (set_fact, register, ansible_facts): results, never settings,
 # neither checked nor passed to the plan (a cached fact of an earlier run is no error either).
 # tests/unit/test_settings_published.py keeps this list complete.
@@ -863,6 +876,7 @@ def _hf_hub_requirement(value, shown):
 # Flags the role puts on the trtllm-serve command line itself (tasks/validate.yml of specdec_server).
 _ROLE_FLAGS = {
     '--tp_size': 'specdec_server_tp_size', '--tensor_parallel_size': 'specdec_server_tp_size',
+    '--pp_size': 'specdec_server_pp_size', '--pipeline_parallel_size': 'specdec_server_pp_size',
     '--port': 'specdec_server_port', '--host': 'specdec_server_host', '--backend': None,
     '--extra_llm_api_options': 'specdec_server_llm_api_options', '--config': 'specdec_server_llm_api_options',
 }
@@ -945,10 +959,31 @@ def _single_subnet(value, shown):
     return ['%s %s' % (shown, problem)] if problem else []
 
 
+def _ring_subnets(value, shown):
+    # specdec_layout ring: two per cable; three Sparks need six, four need eight (the plan checks the count it uses).
+    if len(value) < 6:
+        return ['has %d subnet%s; a ring of three Sparks needs six (two per cable), e.g. 192.168.0.0/24 to '
+                '192.168.5.0/24.' % (len(value), '' if len(value) == 1 else 's')]
+    problems, networks = [], []
+    for item in value:
+        network, problem = _ipv4_network(item)
+        if problem:
+            problems.append('%s %s' % (_fmt(item), problem))
+        else:
+            networks.append(network)
+    overlaps = ['%s and %s' % (one, two) for index, one in enumerate(networks) for two in networks[index + 1:]
+                if one.overlaps(two)]
+    if overlaps:
+        problems.append('%s overlap; each logical link of each cable needs its own subnet.' % '; '.join(overlaps))
+    return problems
+
+
 def _fabric_addresses(value, shown):
-    if len(value) not in (0, 2):
+    # Two (direct, switch: one per logical link) or four (ring: every logical interface; the plan checks the layout).
+    if len(value) not in (0, 2, 4):
         return ['has %d address%s; set [] to use the scheme, or two, one per logical link, e.g. '
-                '["192.168.100.10/24", "192.168.101.10/24"].' % (len(value), '' if len(value) == 1 else 'es')]
+                '["192.168.100.10/24", "192.168.101.10/24"] (four on a ring).'
+                % (len(value), '' if len(value) == 1 else 'es')]
     problems = []
     for item in value:
         if '/' not in item:
@@ -967,8 +1002,11 @@ def _fabric_addresses(value, shown):
             problems.append('%s is the %s address of %s, not a host address; use e.g. %s/%d.' % (
                 _fmt(item), 'network' if interface.ip == network.network_address else 'broadcast', network,
                 network.network_address + 10, network.prefixlen))
-    if not problems and value and value[0].split('/')[0] == value[1].split('/')[0]:
-        problems.append('gives %s to both links; each logical link needs its own address.' % value[0].split('/')[0])
+    ips = [item.split('/')[0] for item in value]
+    twice = sorted({ip for ip in ips if ips.count(ip) > 1})
+    if not problems and twice:
+        problems.append('gives %s to %s links; each logical link needs its own address.'
+                        % (twice[0], 'both' if len(value) == 2 else 'several'))
     return problems
 
 
@@ -1006,6 +1044,9 @@ BOUNDS = {
     # single_subnet: link 2 gets offset + node count + index, so a /24 leaves room up to 251.
     'netplan_qsfp_single_host_offset': _int_range(1, 251, 'the runbook uses 12'),
     'netplan_qsfp_addresses': _Check(_fabric_addresses),
+    'netplan_qsfp_ring_subnets': _Check(_ring_subnets),
+    # Host part = offset + node index (up to four nodes on a switch): 250 leaves room in a /24.
+    'netplan_qsfp_switch_host_offset': _int_range(1, 250, "NVIDIA's switch runbook uses 1"),
     # The role owns one file netplan reads: /etc/netplan/*.yaml (netplan ignores other names).
     'netplan_qsfp_file': _Check(_netplan_file),
     'netplan_qsfp_ibdev2netdev_path': _abs_path('/usr/sbin/ibdev2netdev', empty_ok=True,
@@ -1047,6 +1088,7 @@ BOUNDS = {
     # --- specdec_common (one name per fact) ---
     'specdec_deployment_id': _Check(_deployment_id),
     'specdec_head_host': _Check(_inventory_host),
+    'specdec_nccl_management_interface': _Check(_ifname),
     'specdec_container_name': _Check(_container_name),
     # Mounted at the same path in the container (docker -v needs absolute paths).
     'specdec_state_dir': _abs_path('/var/lib/sparkops/specdec'),
@@ -1074,7 +1116,8 @@ BOUNDS = {
     # makes speculation a loss and TRT-LLM's CUDA graphs grow with it.
     'specdec_server_max_draft_len': _int_range(1, 32, 'the runbook uses 3 to 5'),
     # TP over a Spark pair at most (one GPU per Spark); must equal the node count (_cross_play).
-    'specdec_server_tp_size': _int_range(1, 2, '1 for one Spark, 2 for a Spark pair'),
+    'specdec_server_tp_size': _int_range(1, 4, '1 for one Spark, 2 for a Spark pair, up to 4 Sparks'),
+    'specdec_server_pp_size': _int_range(1, 4, '1 unless pipeline parallel, e.g. 3 on a three-Spark ring'),
     'specdec_server_port': _int_range(1, 65535, 'the runbook uses 8000 on one Spark, 8355 on two'),
     'specdec_server_host': _Check(_bind_address),
     # Host firewall: client networks in CIDR form (netaddr), checked here so that a typo stops before any change.
@@ -1205,6 +1248,7 @@ def _check_name(name, options, prefixes):
         intended = known + '_' + rest
         if intended in REMOVED:
             intended = REMOVED[intended]
+        intended = RENAMED.get(intended, intended)
         if intended not in options:
             same = {o[len(known) + 1:]: o for o in options if o.startswith(known + '_')}
             intended = same.get(_closest(rest, same))
@@ -1417,6 +1461,40 @@ def _apply_bound(name, value, given, spec=None):
         return []
 
 
+def renamed(settings: dict) -> tuple[dict, list[str], list[str]]:
+    """(settings under the new names of RENAMED, the old names that were used, the problems one line each).
+
+    An old name alone: its value under the new name. Both names with the same value (e.g. the new name's role default,
+    which reads the old one): the new name's value. Both with different values: one line naming both, and neither is
+    kept (the plan stops on the line). Values of secret settings are never shown."""
+    out = dict(settings)
+    used, problems = [], []
+    for old, new in sorted(RENAMED.items()):
+        if old not in out:
+            continue
+        value = out.pop(old)
+        used.append(old)
+        if new not in out:
+            out[new] = value
+            continue
+        if _templated(out[new]) and not _templated(value):
+            out[new] = value  # the new name's role default, not templated by the caller: it reads the old name
+            continue
+        if out[new] == value or _templated(value):
+            continue
+        shown = 'the values (hidden)' if looks_secret(old) or looks_secret(new) else '%s and %s' % (
+            _fmt(value), _fmt(out[new]))
+        problems.append('%s: renamed to %s, and both are set, to different values (%s); set %s only.'
+                        % (old, new, shown, new))
+        out.pop(new)
+    return out, used, problems
+
+
+def deprecation(old: str) -> str:
+    """The deprecation warning of an old name of RENAMED (ansible-core adds the release that removes it)."""
+    return ('%s: renamed to %s; set %s instead (the old name still works in 0.3.x).' % (old, RENAMED[old], RENAMED[old]))
+
+
 def select_names(names, specs: dict, *, results=RESULTS) -> tuple[list[str], list[str]]:
     """(settings, misnamed): of a host's variable names, those that are settings of the collection (to resolve and
     check) and those that are not but would be taken for one (misspelt, removed; reported by check_settings), sorted.
@@ -1428,7 +1506,7 @@ def select_names(names, specs: dict, *, results=RESULTS) -> tuple[list[str], lis
     for name in sorted(str(n) for n in names):
         if name in results or name.startswith(('_', 'ansible_')):
             continue
-        if name in options and name not in REMOVED:
+        if (name in options and name not in REMOVED) or name in RENAMED:
             settings.append(name)
         elif _check_name(name, options, prefixes):
             misnamed.append(name)
@@ -1452,7 +1530,9 @@ def validate_settings(settings: dict, specs: dict, *, results=RESULTS, context=N
     options = known_options(specs)
     prefixes = _prefixes(specs)
     results = set(results or ())
-    problems = []
+    # An old name of RENAMED is checked under its new name (sparkops.specdec.specdec_settings has already renamed what
+    # it publishes, and warned).
+    settings, _used, problems = renamed(settings)
     given = {}
     for name in sorted(settings):
         value = settings[name]
@@ -1593,4 +1673,4 @@ def _api_key(value, shown):
             'Vault (printf %%s KEY | ansible-vault encrypt_string), or "" for no key.' % '; '.join(problems)]
 
 
-BOUNDS['specdec_server_api_key'] = _Check(_api_key)
+BOUNDS['specdec_api_key'] = _Check(_api_key)

@@ -86,6 +86,9 @@ UNSET_BY_DEFAULT = {
     'specdec_server_draft_file',  # same
     'specdec_server_threads',  # null: llama.cpp's own thread count (about the CPU cores)
     'specdec_benchmark_restart_seconds',  # null: an engine-specific estimate (60 s llama.cpp, 900 s TensorRT-LLM)
+    # Renamed in 0.3.0: the Jinja default reads the old name (trtllm, '' without it); test_specdec_settings_renamed.py
+    'specdec_engine',
+    'specdec_api_key',
 }
 
 

@@ -61,7 +61,7 @@ def module_options():
 
 
 def test_the_rule_tells_secrets_from_settings_about_them():
-    for name in ("specdec_server_hf_token", "specdec_server_api_key", "registry_password", "x_secret", "ssh_private_key",
+    for name in ("specdec_server_hf_token", "specdec_api_key", "registry_password", "x_secret", "ssh_private_key",
                  "hf_token"):
         assert marks_secret(name, ""), name
     for name in ("specdec_container_host_key_dir", "ssh_mesh_key_name", "specdec_server_max_num_tokens", "token_file",
@@ -76,7 +76,7 @@ def test_every_role_option_that_marks_a_secret_declares_no_log():
     assert len(options) > 100
     secret = {name for _r, _e, name, o in options if marks_secret(name, o.get("description"), o.get("type", "str"))}
     declared = {name for _r, _e, name, o in options if o.get("no_log") is True}
-    assert {"specdec_server_hf_token", "specdec_server_api_key"} <= secret
+    assert {"specdec_server_hf_token", "specdec_api_key"} <= secret
     assert sorted(secret - declared) == []
     assert sorted(declared - secret) == []  # a no_log option the rule does not see: teach the rule
 
@@ -126,14 +126,14 @@ def _spec_type(name):
 def _add_option(collection):
     spec = collection / "roles" / "specdec_common" / "meta" / "argument_specs.yml"
     text = spec.read_text()
-    anchor = "      specdec_server_api_key:\n"
+    anchor = "      specdec_api_key:\n"
     assert anchor in text
     spec.write_text(text.replace(anchor, "      %s:\n        type: str\n        default: \"\"\n        no_log: true\n"
                                          "        description: Password of the image registry.\n%s" % (NEW, anchor)))
 
 
 def test_the_secret_options_are_the_specs_no_log_options(tmp_path):
-    assert set(_secret_options.no_log_options()) >= {"specdec_server_hf_token", "specdec_server_api_key"}
+    assert set(_secret_options.no_log_options()) >= {"specdec_server_hf_token", "specdec_api_key"}
     collection = _copy(tmp_path)
     before = _secret_options.no_log_options(str(collection))
     _add_option(collection)
@@ -147,7 +147,7 @@ def test_the_support_bundle_removes_every_no_log_option_with_no_code_change(tmp_
     collection = _copy(tmp_path)
     _add_option(collection)
     names = _secret_options.no_log_options(str(collection))
-    assert NEW in names and "specdec_server_api_key" in names
+    assert NEW in names and "specdec_api_key" in names
     values = {name: "v%02d-%s-0123456789abcdef" % (i, name.replace("_", "")[::-1]) for i, name in enumerate(names)}
     state = tmp_path / "state"
     state.mkdir()

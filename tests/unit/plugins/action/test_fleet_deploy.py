@@ -269,7 +269,7 @@ def test_secrets_reach_the_runs_in_private_files_never_on_their_command_line(fak
     # Inline extra vars (key=value and JSON) may hold secrets: each run reads them from a 0600 file in a 0700
     # directory that is gone when the run has ended, whether it served or failed; the command line holds no value.
     fake.set_plan(plan)
-    extra = ("specdec_server_hf_token=%s" % SECRET, "@vars.yml", '{"specdec_server_api_key": "%s"}' % API_KEY)
+    extra = ("specdec_server_hf_token=%s" % SECRET, "@vars.yml", '{"specdec_api_key": "%s"}' % API_KEY)
     result = run(FLEET, fake, cli={"extra_vars": extra})
     runs = fake.runs()
     assert len(runs) == 3
@@ -281,7 +281,7 @@ def test_secrets_reach_the_runs_in_private_files_never_on_their_command_line(fak
         files = [r["files"][given[0][1:]], r["files"][given[2][1:]]]
         assert [f["mode"] for f in files] == [0o600, 0o600] and [f["dir_mode"] for f in files] == [0o700, 0o700]
         assert json.loads(files[0]["text"]) == {"specdec_server_hf_token": SECRET}
-        assert json.loads(files[1]["text"]) == {"specdec_server_api_key": API_KEY}
+        assert json.loads(files[1]["text"]) == {"specdec_api_key": API_KEY}
         assert not os.path.exists(given[0][1:]) and not os.path.exists(os.path.dirname(given[0][1:]))
     assert SECRET not in json.dumps(result)
     assert (result.get("failed") is True) == bool(plan)

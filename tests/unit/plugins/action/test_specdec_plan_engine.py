@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ansible_collections.sparkops.specdec.tests.unit.plugins.action.specdec_plan_pair import action_for, published
 
-LLAMA = {"specdec_server_engine": "llamacpp", "trtllm_container_image": "sparkops-lab/llamacpp-server:0c1e57098"}
+LLAMA = {"specdec_engine": "llamacpp", "trtllm_container_image": "sparkops-lab/llamacpp-server:0c1e57098"}
 # A llama.cpp image: no TRT_LLM_VERSION, no version label, no tensorrt_llm package, no version tag.
 LLAMA_IMAGE = {"name": "sparkops-lab/llamacpp-server:0c1e57098", "id": "sha256:" + "7" * 64, "env": [], "labels": {},
                "package_version": ""}

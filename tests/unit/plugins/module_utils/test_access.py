@@ -20,7 +20,7 @@ LLAMA_COMMITS = {"sparkops-lab/Qwen2.5-Coder-1.5B-Instruct-GGUF": "1" * 40,
 
 
 def llama(settings=None, addresses=None, commits=None):
-    base = {"specdec_server_engine": "llamacpp", "trtllm_container_image": "sparkops-lab/llamacpp-server:test",
+    base = {"specdec_engine": "llamacpp", "trtllm_container_image": "sparkops-lab/llamacpp-server:test",
             "specdec_state_dir": "/var/lib/sparkops/specdec"}
     base.update(settings or {})
     dep = _plan.deployment_from_inventory(base, "single_spark", ["spark-1"], "spark-1",
@@ -36,7 +36,7 @@ def llama_plan(settings=None, **kw):
 
 # ------------------------------------------------------------------ API key
 def test_key_is_a_file_flag_and_a_fingerprint_never_the_key():
-    plan = llama_plan({"specdec_server_api_key": KEY})
+    plan = llama_plan({"specdec_api_key": KEY})
     argv = plan["argv"]
     assert argv[argv.index("--api-key-file") + 1] == "/var/lib/sparkops/specdec/api-key"
     # Before --host/--port (the plan's flags), after the model flags.
@@ -68,10 +68,10 @@ def test_fingerprint_depends_on_key_and_deployment():
 
 
 def test_changed_key_is_a_change_that_needs_consent():
-    old = llama_plan({"specdec_server_api_key": KEY})
+    old = llama_plan({"specdec_api_key": KEY})
     state = _plan.new_state(old, None, "2026-11-24T01:00:00+00:00")
     assert _plan.decide(state, old, True, False)["action"] == "none"
-    for settings in ({"specdec_server_api_key": OTHER}, {"specdec_server_api_key": ""}):
+    for settings in ({"specdec_api_key": OTHER}, {"specdec_api_key": ""}):
         new = llama_plan(settings)
         assert new["fingerprint"] != old["fingerprint"]
         refused = _plan.decide(state, new, True, False)
@@ -83,19 +83,19 @@ def test_changed_key_is_a_change_that_needs_consent():
 
 
 def test_key_with_trtllm_is_one_line_naming_the_setting_and_the_fix():
-    out = tp.build({"specdec_server_api_key": KEY})
+    out = tp.build({"specdec_api_key": KEY})
     assert out["errors"] == [
-        "specdec_server_api_key: trtllm-serve has no API key option; remove it for engine trtllm and restrict who "
+        "specdec_api_key: trtllm-serve has no API key option; remove it for engine trtllm and restrict who "
         "reaches the endpoint with specdec_server_host (loopback or management) or a firewall, or serve with "
-        "specdec_server_engine: llamacpp."]
+        "specdec_engine: llamacpp."]
     assert KEY not in json.dumps(out)
-    assert tp.build({"specdec_server_api_key": ""})["errors"] == []
+    assert tp.build({"specdec_api_key": ""})["errors"] == []
 
 
 @pytest.mark.parametrize("flag", ["--api-key", "--api-key-file"])
 def test_key_flags_in_extra_args_are_owned_by_the_setting(flag):
     out = llama({"specdec_server_extra_args": [flag, "/tmp/k"]})
-    assert ("specdec_server_extra_args: %s is set by the plan; remove it (set specdec_server_api_key instead)." % flag
+    assert ("specdec_server_extra_args: %s is set by the plan; remove it (set specdec_api_key instead)." % flag
             in out["errors"])
 
 
@@ -108,19 +108,19 @@ def test_key_flags_in_extra_args_are_owned_by_the_setting(flag):
     (KEY + "\u00e9", "outside visible ASCII"),
 ])
 def test_key_shape_is_checked_and_never_shown(value, fragment):
-    lines = _settings.check_settings({"specdec_server_api_key": value}, tp_specs())
-    assert len(lines) == 1 and lines[0].startswith("specdec_server_api_key: the value (hidden) ")
+    lines = _settings.check_settings({"specdec_api_key": value}, tp_specs())
+    assert len(lines) == 1 and lines[0].startswith("specdec_api_key: the value (hidden) ")
     assert fragment in lines[0] and "openssl rand -hex 32" in lines[0]
     assert value.strip("#\n") not in lines[0] and KEY not in lines[0]
 
 
 @pytest.mark.parametrize("value", ["", KEY, "0" * 64])
 def test_good_keys_pass(value):
-    assert _settings.check_settings({"specdec_server_api_key": value}, tp_specs()) == []
+    assert _settings.check_settings({"specdec_api_key": value}, tp_specs()) == []
 
 
 def test_key_setting_is_secret():
-    assert _settings.looks_secret("specdec_server_api_key")
+    assert _settings.looks_secret("specdec_api_key")
 
 
 def tp_specs():
@@ -151,7 +151,7 @@ def test_bind_words_resolve_and_our_calls_use_the_bound_address(host, bound, loc
 
 
 def test_open_bind_with_a_key_is_open_not_unauthenticated():
-    assert llama_plan({"specdec_server_host": "0.0.0.0", "specdec_server_api_key": KEY})["exposure"] == "open"
+    assert llama_plan({"specdec_server_host": "0.0.0.0", "specdec_api_key": KEY})["exposure"] == "open"
 
 
 def test_management_word_for_trtllm_two_sparks_binds_the_head_address():
@@ -207,17 +207,17 @@ def test_preflight_warns_on_the_head_when_open_without_a_key():
     assert rows["spark-1"]["message"] == (
         "the endpoint listens on 0.0.0.0:8355 (every interface) with no API key: anyone on any network this node is on "
         "can call it (a host firewall, if any, is not checked)")
-    assert "specdec_server_host: loopback" in rows["spark-1"]["fix"] and "specdec_server_api_key" in rows["spark-1"]["fix"]
+    assert "specdec_server_host: loopback" in rows["spark-1"]["fix"] and "specdec_api_key" in rows["spark-1"]["fix"]
     assert rows["spark-2"]["status"] == "skip" and rows["spark-2"]["message"] == (
         "skipped: the server listens on the head (spark-1)")
 
 
 @pytest.mark.parametrize("settings,status,text", [
     ({"specdec_server_host": "::"}, "warn", "listens on [::]:8080 (every interface) with no API key"),
-    ({"specdec_server_host": "0.0.0.0", "specdec_server_api_key": KEY}, "pass",
+    ({"specdec_server_host": "0.0.0.0", "specdec_api_key": KEY}, "pass",
      "listens on 0.0.0.0:8080 (every interface) and requires the API key"),
     ({"specdec_server_host": "management"}, "pass", "listens on 192.168.250.11:8080 only"),
-    ({"specdec_server_host": "management", "specdec_server_api_key": KEY}, "pass",
+    ({"specdec_server_host": "management", "specdec_api_key": KEY}, "pass",
      "listens on 192.168.250.11:8080 only and requires the API key"),
     ({"specdec_server_host": "loopback"}, "pass", "listens on 127.0.0.1:8080: only the node itself can call it"),
     ({}, "pass", "listens on localhost:8080: only the node itself"),

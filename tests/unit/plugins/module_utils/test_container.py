@@ -357,7 +357,7 @@ def test_trtllm_container_spec_unchanged_by_the_engine_setting():
 
 
 def test_llamacpp_multinode_container_is_refused():
-    with pytest.raises(c.ContainerError, match="specdec_server_engine: llamacpp serves on one Spark"):
+    with pytest.raises(c.ContainerError, match="specdec_engine: llamacpp serves on one Spark"):
         c.container_spec(settings(engine="llamacpp"))
 
 

@@ -338,7 +338,10 @@ def test_foreign_file_is_refused_unless_taken_over(node):
     manual = 'network:\n  version: 2\n  ethernets:\n    enp1s0f1np1:\n      addresses: [192.168.100.10/24]\n'
     node.write(manual)
     result = run_fail(args(node))
-    assert 'was not written by sparkops.specdec' in result['msg'] and node.read() == manual
+    # A plan of someone else's (no mark) on the pair that cannot be adopted as it is (issue 24: one address on one
+    # interface only): refused before any change, naming take_over.
+    assert "cannot be adopted for enp1s0f1np1, enP2p1s0f1np1: it does not address enP2p1s0f1np1" in result['msg']
+    assert 'netplan_qsfp_take_over: true' in result['msg'] and node.read() == manual
     assert node.changing_calls() == []
     taken = run_ok(args(node, take_over=True))
     assert taken['changed'] is True and node.read() == OURS_10
@@ -492,3 +495,37 @@ def test_ssh_connection_is_read_from_a_parent_when_sudo_dropped_it():
     env.pop('SSH_CONNECTION')
     out = subprocess.run([sys.executable, '-c', parent], env=env, capture_output=True, text=True, check=True)
     assert out.stdout.strip() in ('None', os.environ.get('SSH_CONNECTION', 'None'))
+
+
+# ---------------------------------------------------------------------------- layouts (issue 24)
+RING = ['enp1s0f0np0', 'enP2p1s0f0np0', 'enp1s0f1np1', 'enP2p1s0f1np1']
+
+
+def test_ring_node_gets_the_runbooks_four_addresses(node):
+    for name in RING:
+        node.links[name]['up'] = True
+    result = run_ok(args(node, interfaces=RING, layout='ring', node_index=1, node_count=3, port=None))
+    # NVIDIA's manual plan for node 2 of a 3-ring (connect-three-sparks; docs/layouts.md).
+    assert result['addresses'] == ['192.168.4.1/24', '192.168.5.1/24', '192.168.0.2/24', '192.168.1.2/24']
+    text = node.read()
+    assert _netplan.is_ours(text) and 'ConnectX-7 QSFP ring: all four logical interfaces' in text
+    assert _netplan.addresses_in_file(text) == ['%s %s' % p for p in zip(RING, result['addresses'])]
+    assert sorted(c for n in RING for c in node.links[n]['inet']) == sorted(result['addresses'])
+    assert run_ok(args(node, interfaces=RING, layout='ring', node_index=1, node_count=3, port=None))['changed'] is False
+
+
+def test_ring_needs_all_four_interfaces(node):
+    result = run_fail(args(node, layout='ring', node_index=0, node_count=3))
+    assert result['msg'].startswith('interfaces: a ring needs the four logical interfaces of both ports')
+    assert node.read() is None and node.changing_calls() == []
+
+
+def test_switch_node_gets_host_n(node):
+    result = run_ok(args(node, layout='switch', node_index=2, node_count=4, _ansible_check_mode=True))
+    assert result['addresses'] == ['192.168.100.3/24', '192.168.101.3/24']
+    assert node.read() is None
+
+
+def test_direct_layout_is_todays_file(node):
+    result = run_ok(args(node, layout='direct'))
+    assert node.read() == OURS_10 and result['addresses'] == ['192.168.100.10/24', '192.168.101.10/24']

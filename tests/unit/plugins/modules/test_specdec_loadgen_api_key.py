@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 """sparkops.specdec.specdec_loadgen against the fake llama-server of test_specdec_loadgen, made to check an API key
 as llama-server does with --api-key-file (every path but /health needs "Authorization: Bearer <key>", else 401):
-the benchmark's load generator sends specdec_server_api_key on every request and metrics read, and never returns it."""
+the benchmark's load generator sends specdec_api_key on every request and metrics read, and never returns it."""
 
 from __future__ import annotations
 

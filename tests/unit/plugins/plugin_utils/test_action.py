@@ -83,11 +83,11 @@ def test_without_the_core_merge_args_go_as_given(monkeypatch):
 
 
 def test_secret_settings_are_the_token_secret_names_and_every_no_log_option():
-    assert _action.secret_setting("specdec_server_hf_token") and _action.secret_setting("specdec_server_api_key")
+    assert _action.secret_setting("specdec_server_hf_token") and _action.secret_setting("specdec_api_key")
     assert _action.secret_setting("diagnose_secrets")  # a playbook setting that declares no_log
     assert _action.secret_setting("registry_password")  # by its name
     assert not _action.secret_setting("specdec_server_port") and not _action.secret_setting("ssh_mesh_key_name")
-    assert {"specdec_server_api_key", "specdec_server_hf_token", "diagnose_secrets"} <= _action.no_log_settings()
+    assert {"specdec_api_key", "specdec_server_hf_token", "diagnose_secrets"} <= _action.no_log_settings()
 
 
 def test_secret_strings_of_a_list_or_dict_value():

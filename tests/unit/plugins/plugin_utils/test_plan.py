@@ -221,7 +221,7 @@ def test_regression_draft_target_with_eagle_head_on_two_sparks():
     ({"specdec_server_draft_model": "not an id"}, ["spark-1"], "specdec_server_draft_model"),
     ({"specdec_server_target_model": "x"}, ["spark-1"], "specdec_server_target_model"),
     ({"specdec_server_max_draft_len": 33}, ["spark-1"], "specdec_server_max_draft_len"),
-    ({"specdec_server_engine": "vllm"}, ["spark-1"], "specdec_server_engine"),
+    ({"specdec_engine": "vllm"}, ["spark-1"], "specdec_engine"),
     ({"specdec_server_env": {"bad name": "1"}}, ["spark-1"], "specdec_server_env"),
     ({"specdec_server_llm_api_options": "speculative_config"}, ["spark-1"], "specdec_server_llm_api_options"),
     ({"specdec_server_extra_args": "--foo"}, ["spark-1"], "specdec_server_extra_args"),
@@ -346,7 +346,7 @@ CACHE = "/root/.cache/huggingface"
 
 
 def llama(settings=None, members=("spark-1",), commits=None, pre_download=False):
-    merged = {"specdec_server_engine": "llamacpp", "trtllm_container_image": "sparkops-lab/llamacpp-server:test"}
+    merged = {"specdec_engine": "llamacpp", "trtllm_container_image": "sparkops-lab/llamacpp-server:test"}
     merged.update(settings or {})
     commits = None if pre_download else (LLAMA_COMMITS if commits is None else commits)
     return _plan.build_plan(dep(merged, members), commits=commits, image_id="sha256:" + "9" * 64)
@@ -460,7 +460,7 @@ def test_llamacpp_restart_decision_and_state():
 
 @pytest.mark.parametrize("settings,members,fragments", [
     ({"specdec_server_method": "eagle3"}, ["spark-1"], ["specdec_server_method: eagle3 is not available with engine llamacpp"]),
-    ({}, ["spark-1", "spark-2"], ["specdec_server_engine: llamacpp serves on one Spark only for now"]),
+    ({}, ["spark-1", "spark-2"], ["specdec_engine: llamacpp serves on one Spark only for now"]),
     ({"specdec_server_preset": "gpt-oss-120b-eagle3"}, ["spark-1"],
      ["specdec_server_preset: gpt-oss-120b-eagle3 is a preset of engine trtllm", "qwen2.5-coder-1.5b-llamacpp"]),
     ({"specdec_server_target_model": "org/other-GGUF"}, ["spark-1"],
@@ -493,8 +493,8 @@ def test_llamacpp_errors(settings, members, fragments):
 
 def test_llamacpp_on_two_sparks_is_one_line():
     out = llama({}, members=["spark-1", "spark-2"])
-    assert out["errors"] == ["specdec_server_engine: llamacpp serves on one Spark only for now; use "
-                             "playbooks/single_spark.yml, or specdec_server_engine: trtllm for two Sparks."]
+    assert out["errors"] == ["specdec_engine: llamacpp serves on one Spark only for now; use "
+                             "playbooks/single_spark.yml, or specdec_engine: trtllm for two Sparks."]
 
 
 @pytest.mark.parametrize("name,value", [

@@ -30,7 +30,7 @@ _LAYOUT = {
         'specdec_container_hf_cache_dir': {'type': 'path', 'default': '/root/.cache/huggingface'},
         'specdec_container_ssh_port': {'type': 'int', 'default': 2233},
         'specdec_container_host_key_dir': {'type': 'path', 'default': '/etc/sparkops/trtllm-ssh'},
-        'specdec_server_engine': {'type': 'str', 'choices': ['trtllm', 'llamacpp'], 'default': 'trtllm'},
+        'specdec_engine': {'type': 'str', 'choices': ['trtllm', 'llamacpp'], 'default': 'trtllm'},
     },
     'specdec_server': {
         'specdec_server_return_perf_metrics': {'type': 'bool', 'default': False},
@@ -136,6 +136,19 @@ NEGATIVE_CASES = [
      'netplan_qsfp_addresses', 'is the broadcast address of 192.168.101.0/24'),
     ('address-twice', {'netplan_qsfp_addresses': ['192.168.100.10/24', '192.168.100.10/24']},
      'netplan_qsfp_addresses', 'gives 192.168.100.10 to both links'),
+    ('addresses-three', {'netplan_qsfp_addresses': ['192.168.0.1/24', '192.168.1.1/24', '192.168.2.1/24']},
+     'netplan_qsfp_addresses', 'has 3 addresses; set [] to use the scheme, or two'),
+    ('ring-address-twice',
+     {'netplan_qsfp_addresses': ['192.168.0.1/24', '192.168.1.1/24', '192.168.2.1/24', '192.168.0.1/24']},
+     'netplan_qsfp_addresses', 'gives 192.168.0.1 to several links'),
+    ('ring-subnets-four', {'netplan_qsfp_ring_subnets': ['10.0.%d.0/24' % i for i in range(4)]},
+     'netplan_qsfp_ring_subnets', 'has 4 subnets; a ring of three Sparks needs six'),
+    ('ring-subnets-overlap', {'netplan_qsfp_ring_subnets': ['10.0.0.0/16'] + ['10.0.%d.0/24' % i for i in range(1, 6)]},
+     'netplan_qsfp_ring_subnets', '10.0.0.0/16 and 10.0.1.0/24; 10.0.0.0/16 and 10.0.2.0/24'),
+    ('ring-subnets-host-bits', {'netplan_qsfp_ring_subnets': ['10.0.0.1/24'] + ['10.0.%d.0/24' % i for i in range(1, 6)]},
+     'netplan_qsfp_ring_subnets', 'has host bits set'),
+    ('switch-offset-zero', {'netplan_qsfp_switch_host_offset': 0}, 'netplan_qsfp_switch_host_offset',
+     'set an integer from 1 to 250'),
     ('netplan-file-relative', {'netplan_qsfp_file': 'relative/path.yaml'}, 'netplan_qsfp_file',
      'is not a netplan file; set a file directly under /etc/netplan ending in .yaml'),
     ('netplan-file-yml', {'netplan_qsfp_file': '/etc/netplan/40-cx7.yml'}, 'netplan_qsfp_file', 'is not a netplan file'),
@@ -227,6 +240,13 @@ NEGATIVE_CASES = [
      '0 is out of range; set an integer of at least 1 (seconds)'),
 
     # --- specdec_common ---
+    ('layout-unknown', {'specdec_layout': 'mesh'}, 'specdec_layout', 'is not one of auto, direct, ring, switch'),
+    ('layout-ring4-not-bool', {'specdec_layout_accept_four_node_ring': 'maybe'}, 'specdec_layout_accept_four_node_ring',
+     'is not a boolean'),
+    ('bootstrap-unknown', {'specdec_nccl_bootstrap': 'enP7s7'}, 'specdec_nccl_bootstrap',
+     'is not one of fabric_interfaces, management_interface'),
+    ('management-interface-bad', {'specdec_nccl_management_interface': 'en p7/s7'}, 'specdec_nccl_management_interface',
+     'is not a network interface name'),
     ('deployment-id-space', {'specdec_deployment_id': 'my deployment'}, 'specdec_deployment_id',
      'is not a plain file name (it names the deployment'),
     ('head-host-space', {'specdec_head_host': 'spark 1'}, 'specdec_head_host', 'is not an inventory host name'),
@@ -252,7 +272,7 @@ NEGATIVE_CASES = [
 
     # --- specdec_server ---
     ('preset-unknown', {'specdec_server_preset': 'qwen-4'}, 'specdec_server_preset', 'is not one of auto'),
-    ('engine-vllm', {'specdec_server_engine': 'vllm'}, 'specdec_server_engine', 'is not one of trtllm, llamacpp'),
+    ('engine-vllm', {'specdec_engine': 'vllm'}, 'specdec_engine', 'is not one of trtllm, llamacpp'),
     ('target-file-not-gguf', {'specdec_server_target_file': 'model.safetensors'}, 'specdec_server_target_file',
      'is not a GGUF file in a repo'),
     ('target-file-escapes', {'specdec_server_target_file': '../x.gguf'}, 'specdec_server_target_file',
@@ -291,7 +311,9 @@ NEGATIVE_CASES = [
     ('draft-len-fraction', {'specdec_server_max_draft_len': 3.5}, 'specdec_server_max_draft_len',
      '3.5 is not a whole number'),
     ('draft-len-bool', {'specdec_server_max_draft_len': True}, 'specdec_server_max_draft_len', 'is a boolean'),
-    ('tp-3', {'specdec_server_tp_size': 3}, 'specdec_server_tp_size', '3 is out of range; set an integer from 1 to 2'),
+    ('tp-5', {'specdec_server_tp_size': 5}, 'specdec_server_tp_size', '5 is out of range; set an integer from 1 to 4'),
+    ('pp-0', {'specdec_server_pp_size': 0}, 'specdec_server_pp_size', '0 is out of range; set an integer from 1 to 4'),
+    ('pp-not-int', {'specdec_server_pp_size': 'three'}, 'specdec_server_pp_size', 'is not a whole number'),
     ('tp-not-int', {'specdec_server_tp_size': 'two'}, 'specdec_server_tp_size', 'is not a whole number'),
     ('port-too-big', {'specdec_server_port': 70000}, 'specdec_server_port', 'set an integer from 1 to 65535'),
     ('port-zero', {'specdec_server_port': 0}, 'specdec_server_port', '0 is out of range'),
@@ -306,9 +328,9 @@ NEGATIVE_CASES = [
      '192.168.1.0/24'),
     ('firewall-enable-not-bool', {'specdec_server_firewall_enable': 'sure'}, 'specdec_server_firewall_enable',
      'is not a boolean'),
-    ('api-key-short', {'specdec_server_api_key': 'Zq7xK2'}, 'specdec_server_api_key',
+    ('api-key-short', {'specdec_api_key': 'Zq7xK2'}, 'specdec_api_key',
      'the value (hidden) is shorter than 16 characters'),
-    ('api-key-newline', {'specdec_server_api_key': 'lab-api-key-0123456789abcdef\n'}, 'specdec_server_api_key',
+    ('api-key-newline', {'specdec_api_key': 'lab-api-key-0123456789abcdef\n'}, 'specdec_api_key',
      'the value (hidden) has white space, a line break'),
     ('batch-size-zero', {'specdec_server_max_batch_size': 0}, 'specdec_server_max_batch_size',
      'set an integer of at least 1'),
@@ -675,10 +697,12 @@ def test_removed_names_are_the_one_name_per_fact_change():
     shared = set(specs['specdec_common'])
     declared = {name for options in specs.values() for name in options}
     assert len(_settings.REMOVED) == 14 and not set(_settings.REMOVED) & declared
-    # specdec_deployment_id, specdec_server_engine, specdec_server_api_key and specdec_report_dir were shared from the
-    # start (no old names).
-    assert set(_settings.REMOVED.values()) == shared - {'specdec_deployment_id', 'specdec_server_engine',
-                                                        'specdec_server_api_key', 'specdec_report_dir'}
+    # specdec_deployment_id, specdec_engine, specdec_api_key, specdec_report_dir and the layout settings (issue 24)
+    # were shared from the start (no old names).
+    assert set(_settings.REMOVED.values()) == shared - {'specdec_deployment_id', 'specdec_engine',
+                                                        'specdec_api_key', 'specdec_report_dir',
+                                                        'specdec_layout', 'specdec_layout_accept_four_node_ring',
+                                                        'specdec_nccl_bootstrap', 'specdec_nccl_management_interface'}
     for new in set(_settings.REMOVED.values()):
         olds = sorted(old for old, repl in _settings.REMOVED.items() if repl == new)
         assert len(olds) == 2 and all(old.split('_')[0] in ('trtllm', 'specdec', 'ssh') for old in olds), (new, olds)

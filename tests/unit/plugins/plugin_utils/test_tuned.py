@@ -16,7 +16,7 @@ COMMITS = {TARGET: "1" * 40, DRAFT: "2" * 40}
 
 
 def dep(**settings):
-    s = {"specdec_server_engine": "llamacpp"}
+    s = {"specdec_engine": "llamacpp"}
     s.update(settings)
     return {"id": "spark-1", "topology": "single_spark", "members": ["spark-1"], "head": "spark-1",
             "engine": "llamacpp", "image": "img", "preset": "auto", "settings": s, "addresses": {}}

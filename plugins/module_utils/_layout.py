@@ -1,0 +1,360 @@
+# -*- coding: utf-8 -*-
+# Copyright: sparkops maintainers
+# Apache License 2.0 (see https://www.apache.org/licenses/LICENSE-2.0)
+#
+# PRIVATE to this collection: used by sparkops.specdec.netplan_fabric, module_utils/_container.py and the plan
+# (plugin_utils/_plan.py). Not a public API; names and return shapes may change in any release without notice.
+"""Fabric layouts of a deployment (issue 24), as pure functions (no I/O, no Ansible).
+
+NVIDIA ships three layouts (facts: docs/layouts.md, from NVIDIA/dgx-spark-playbooks
+``nvidia/connect-two-sparks``, ``nvidia/connect-three-sparks``, ``nvidia/multi-sparks-through-switch``,
+``nvidia/playbook-connect-multiple-sparks`` and ``nvidia/playbook-nccl``):
+
+* ``direct``: two Sparks, one cable, the same port on both; two subnets, one per logical interface. Today's pair:
+  its address plan is netplan_qsfp's scheme (module_utils/_netplan.fabric_addresses), unchanged.
+* ``ring``: three Sparks, S1 port0 -> S2 port1, S2 port0 -> S3 port1, S3 port0 -> S1 port1; all four logical
+  interfaces of every node Up; two subnets per cable (one per logical interface), six in all, four per node. The
+  runbook's plan: the cables in the order of their (lower, higher) node pair take subnets 2k and 2k+1, the lower
+  node gets host 1, the higher host 2. Only 3-node rings are supported by NVIDIA; a 4-node ring (cabled the same
+  way around) runs in the community only with ``NCCL_ALGO=Ring``.
+* ``switch``: two to four Sparks, one cable each, the same port on all, one L2 domain; two shared subnets, node N
+  (1-based) gets host N in each (``192.168.100.N/24`` on logical 1, ``192.168.101.N/24`` on logical 2).
+
+``fabric_env`` is the one function that gives the NCCL/UCX/OpenMPI environment of a layout (TensorRT-LLM's mpirun,
+and vLLM's ranks): today's pair values byte for byte with ``bootstrap='fabric_interfaces'``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+
+from ansible_collections.sparkops.specdec.plugins.module_utils._nccl import CX7_TABLE
+from ansible_collections.sparkops.specdec.plugins.module_utils._netplan import fabric_addresses
+
+LAYOUTS = ("direct", "ring", "switch")
+AUTO = "auto"
+MAX_MEMBERS = 4
+# The ring's cable, as the runbook cables it: node i's port 0 goes to node i+1's port 1.
+RING_OUT_PORT = 0
+RING_IN_PORT = 1
+# Defaults of the ring and switch address plans (netplan_qsfp_ring_subnets, netplan_qsfp_switch_host_offset).
+RING_SUBNETS = tuple("192.168.%d.0/24" % i for i in range(8))
+SWITCH_SUBNETS = ("192.168.100.0/24", "192.168.101.0/24")
+SWITCH_HOST_OFFSET = 1
+# The ring's netdevs in the order of netplan_qsfp_addresses for a ring: port 0 logical 1, 2, port 1 logical 1, 2.
+RING_NETDEVS = tuple(row[2] for row in CX7_TABLE)
+RING_ROCE = tuple(row[3] for row in CX7_TABLE)
+# Bootstrap interface of NCCL/UCX/OpenMPI: the fabric interfaces (the seed runbook, connect-two-sparks) or the
+# management interface (NVIDIA's 08/2026 NCCL runbook, enP7s7; NCCL then finds the RoCE ports itself).
+BOOTSTRAPS = ("fabric_interfaces", "management_interface")
+DEFAULT_MANAGEMENT_INTERFACE = "enP7s7"
+
+
+# ---------------------------------------------------------------------------- the layout setting
+def resolve_layout(setting, count, accept_ring4=False):
+    """``(layout, error)`` for ``specdec_layout`` = ``setting`` on a deployment of ``count`` Sparks.
+
+    ``auto`` (or empty): ``None`` for one Spark, ``direct`` for two, an error for more. The error is one line naming
+    the setting and the fix; ``layout`` is None with it.
+    """
+    value = AUTO if setting in (None, "") else str(setting)
+    if count < 1 or count > MAX_MEMBERS:
+        return None, ("specdec_layout: a deployment has 1 to %d Sparks, this one has %d; split it into deployments "
+                      "(specdec_deployment_id)." % (MAX_MEMBERS, count))
+    if value == AUTO:
+        if count == 1:
+            return None, None
+        if count == 2:
+            return "direct", None
+        return None, ("specdec_layout: the deployment has %d Sparks and no layout; set specdec_layout: ring (three "
+                      "Sparks cabled in a ring) or switch (two to four Sparks through a switch)." % count)
+    if value not in LAYOUTS:
+        return None, "specdec_layout: '%s' is not a layout; use auto, direct, ring or switch." % value
+    if count == 1:
+        return None, ("specdec_layout: %s needs two or more Sparks, the deployment has one; remove specdec_layout, "
+                      "or add the other Sparks to the deployment." % value)
+    if value == "direct" and count != 2:
+        return None, ("specdec_layout: direct cables two Sparks, the deployment has %d; use ring (three) or switch "
+                      "(two to four)." % count)
+    if value == "ring":
+        if count == 2:
+            return None, ("specdec_layout: a ring needs three Sparks, the deployment has two; use direct (one "
+                          "cable) or switch.")
+        if count == 4 and not accept_ring4:
+            return None, ("specdec_layout: a 4-node ring is not an NVIDIA-supported layout (only 3-node rings are); "
+                          "use switch for four Sparks, or set specdec_layout_accept_four_node_ring: true to run it "
+                          "with NCCL_ALGO=Ring.")
+    return value, None
+
+
+def parallel_problem(tp_size, pp_size, gpus, deployment):
+    """The one-line problem when ``tp_size x pp_size`` is not the deployment's GPU count (one GPU per Spark), else
+    None. Values that are not integers >= 1 are the per-setting checks' to report (None here)."""
+    try:
+        tp, pp = int(str(tp_size)), int(str(pp_size if pp_size not in (None, "") else 1))
+    except ValueError:
+        return None
+    if tp < 1 or pp < 1 or tp * pp == gpus:
+        return None
+    fits = ["tp %d x pp %d" % (t, gpus // t) for t in (gpus, 1) if gpus % t == 0]
+    return ("specdec_server_tp_size: tp_size %d x pp_size %d = %d ranks, but deployment %s has %d GPU(s) (one per "
+            "Spark); set specdec_server_tp_size and specdec_server_pp_size so that their product is %d, e.g. %s."
+            % (tp, pp, tp * pp, deployment, gpus, gpus, " or ".join(dict.fromkeys(fits))))
+
+
+# ---------------------------------------------------------------------------- ring cabling
+def ring_cables(count):
+    """The ring's cables ``[(a, b)]``: node a's port 0 -> node b's port 1 (node indexes, 0-based)."""
+    return [(i, (i + 1) % count) for i in range(count)]
+
+
+def _ring_subnet_index(count):
+    """(lower, higher) node pair -> the cable's index in the runbook's subnet order (sorted pairs)."""
+    pairs = sorted(tuple(sorted(c)) for c in ring_cables(count))
+    return {pair: k for k, pair in enumerate(pairs)}
+
+
+def ring_peer(index, count, netdev):
+    """``(peer node index, peer netdev)`` at the other end of ``netdev`` of node ``index`` in a ring."""
+    row = [r for r in CX7_TABLE if r[2] == netdev][0]
+    port, logical = row[0], row[1]
+    if port == RING_OUT_PORT:
+        peer, peer_port = (index + 1) % count, RING_IN_PORT
+    else:
+        peer, peer_port = (index - 1) % count, RING_OUT_PORT
+    peer_dev = [r[2] for r in CX7_TABLE if r[0] == peer_port and r[1] == logical][0]
+    return peer, peer_dev
+
+
+def ring_addresses(index, count, subnets=RING_SUBNETS):
+    """The four CIDRs of node ``index`` in a ring of ``count`` (order: RING_NETDEVS). Raises ValueError."""
+    nets = [ipaddress.IPv4Network(str(s), strict=False) for s in subnets]
+    order = _ring_subnet_index(count)
+    if len(nets) < 2 * len(order):
+        raise ValueError("a ring of %d needs %d subnets, %d given" % (count, 2 * len(order), len(nets)))
+    out = []
+    for netdev in RING_NETDEVS:
+        logical = [r[1] for r in CX7_TABLE if r[2] == netdev][0]
+        peer, dummy = ring_peer(index, count, netdev)
+        pair = (min(index, peer), max(index, peer))
+        net = nets[2 * order[pair] + logical - 1]
+        host = 1 if index == pair[0] else 2
+        out.append("%s/%d" % (net.network_address + host, net.prefixlen))
+    return out
+
+
+def switch_addresses(index, subnets=SWITCH_SUBNETS, host_offset=SWITCH_HOST_OFFSET):
+    """The two CIDRs (logical 1, logical 2) of node ``index`` on a switch: host ``host_offset + index`` in each."""
+    nets = [ipaddress.IPv4Network(str(s), strict=False) for s in subnets]
+    return ["%s/%d" % (net.network_address + int(host_offset) + index, net.prefixlen) for net in nets]
+
+
+def node_addresses(layout, settings, index, count):
+    """``(addresses, error)``: this node's fabric CIDRs in ``layout``. Explicit ``netplan_qsfp_addresses`` win (two
+    for direct and switch, four for a ring in RING_NETDEVS order). ``direct`` is today's scheme, unchanged."""
+    if layout == "direct" or layout is None:
+        return fabric_addresses(settings, index, count)
+    explicit = settings.get("netplan_qsfp_addresses") or []
+    if explicit:
+        return [str(a) for a in explicit], None
+    try:
+        if layout == "ring":
+            return ring_addresses(index, count, settings.get("netplan_qsfp_ring_subnets") or RING_SUBNETS), None
+        offset = settings.get("netplan_qsfp_switch_host_offset")
+        return switch_addresses(index, settings.get("netplan_qsfp_link_subnets") or SWITCH_SUBNETS,
+                                SWITCH_HOST_OFFSET if offset in (None, "") else int(offset)), None
+    except (ValueError, TypeError, IndexError) as exc:
+        return [], str(exc)
+
+
+def address_count(layout):
+    """How many addresses a node has in ``layout`` (four interfaces in a ring, the cabled pair otherwise)."""
+    return 4 if layout == "ring" else 2
+
+
+# ---------------------------------------------------------------------------- the plan's checks
+def check_plan(layout, members, settings_of, management):
+    """Deployment-wide problems of a ring or switch address plan (one line each): the derivable count of addresses,
+    host addresses, unique, off the management addresses (``management``: host -> ansible_host), a ring's cable
+    ends in one subnet and its cables in distinct subnets, a switch's nodes in the same two subnets."""
+    errors = []
+    plan = {}
+    for index, host in enumerate(members):
+        addrs, err = node_addresses(layout, settings_of(host), index, len(members))
+        if err:
+            errors.append("netplan_qsfp_ring_subnets: %s cannot be derived (%s); give %d subnets, or set "
+                          "netplan_qsfp_addresses on %s." % (host, err, 2 * len(members), host)
+                          if layout == "ring" else
+                          "netplan_qsfp_link_subnets: %s cannot be derived (%s)." % (host, err))
+            continue
+        if len(addrs) != address_count(layout):
+            errors.append("netplan_qsfp_addresses: %s has %d address(es), a %s node needs %d (%s); fix the list, "
+                          "or drop it to use the layout's plan." % (
+                              host, len(addrs), layout, address_count(layout),
+                              ", ".join(RING_NETDEVS) if layout == "ring" else "logical 1, logical 2"))
+            continue
+        try:
+            plan[host] = [ipaddress.IPv4Interface(a) for a in addrs]
+        except ValueError:
+            continue  # the per-setting check names the bad address
+    seen = {}
+    for host, ifaces in plan.items():
+        for iface in ifaces:
+            net = iface.network
+            if net.prefixlen < 31 and iface.ip in (net.network_address, net.broadcast_address):
+                errors.append("netplan_qsfp_addresses: %s gets %s, not a host address of %s; use a larger subnet or "
+                              "another offset." % (host, iface.ip, net))
+            if seen.get(iface.ip, host) != host:
+                errors.append("netplan_qsfp_addresses: %s and %s would both use %s; give each node its own addresses."
+                              % (seen[iface.ip], host, iface.ip))
+            seen[iface.ip] = host
+            for mhost, maddr in (management or {}).items():
+                try:
+                    inside = ipaddress.ip_address(str(maddr)) in net
+                except ValueError:
+                    continue
+                if inside:
+                    errors.append("netplan_qsfp_%s: fabric subnet %s of %s contains the management address %s of %s "
+                                  "(ansible_host); pick fabric subnets off the management network."
+                                  % ("ring_subnets" if layout == "ring" else "link_subnets", net, host, maddr, mhost))
+    if len(plan) != len(members):
+        return sorted(set(errors), key=errors.index)
+    if layout == "ring":
+        count = len(members)
+        cable_nets = {}
+        for index, host in enumerate(members):
+            for slot, netdev in enumerate(RING_NETDEVS):
+                peer, peer_dev = ring_peer(index, count, netdev)
+                mine, theirs = plan[host][slot], plan[members[peer]][RING_NETDEVS.index(peer_dev)]
+                if mine.network != theirs.network:
+                    errors.append("netplan_qsfp_addresses: the cable %s %s -- %s %s has %s and %s, not one subnet; "
+                                  "give both ends addresses in one subnet, or drop netplan_qsfp_addresses to use the "
+                                  "runbook's plan." % (host, netdev, members[peer], peer_dev, mine, theirs))
+                key = tuple(sorted([(index, netdev), (peer, peer_dev)]))
+                cable_nets.setdefault(mine.network, set()).add(key)
+        for net, links in cable_nets.items():
+            if len(links) > 1:
+                errors.append("netplan_qsfp_ring_subnets: %s is used by %d links of the ring; each logical link of "
+                              "each cable needs its own subnet (six for three Sparks)." % (net, len(links)))
+    elif layout == "switch":
+        first = members[0]
+        for host in members[1:]:
+            for slot in (0, 1):
+                if plan[host][slot].network != plan[first][slot].network:
+                    errors.append("netplan_qsfp_addresses: logical %d of %s is in %s but %s's is in %s; on a switch "
+                                  "every node's logical %d shares one subnet." % (
+                                      slot + 1, host, plan[host][slot].network, first, plan[first][slot].network,
+                                      slot + 1))
+        if plan[first][0].network.overlaps(plan[first][1].network):
+            errors.append("netplan_qsfp_link_subnets: the switch's two logical links share %s; NVIDIA's runbook "
+                          "requires different subnets (e.g. 192.168.100.0/24 and 192.168.101.0/24)."
+                          % plan[first][0].network)
+    return sorted(set(errors), key=errors.index)
+
+
+# ---------------------------------------------------------------------------- cabling from link state
+def cabling_problems(layout, facts, members):
+    """Cabling problems from the link state the nodes report, one line each ([] when cabled as ``layout`` needs).
+
+    ``facts``: host -> the result of sparkops.specdec.nccl_interface_info (``interfaces``: netdev, physical_port,
+    state, ipv4; ``selected_port``). ring: every node's four logical interfaces Up, and each cable's two ends with
+    addresses in one subnet once addressed; direct and switch: the same port on every node.
+    """
+    problems = []
+    missing = [h for h in members if not isinstance((facts or {}).get(h), dict)]
+    if missing:
+        return ["%s: no link state (sparkops.specdec.nccl_interface_info did not run there)." % ", ".join(missing)]
+    if layout == "ring":
+        count = len(members)
+        for index, host in enumerate(members):
+            by_dev = {i.get("netdev"): i for i in facts[host].get("interfaces") or []}
+            down = [d for d in RING_NETDEVS if (by_dev.get(d) or {}).get("state") != "up"]
+            if down:
+                wanted = []
+                for dev in down:
+                    peer, peer_dev = ring_peer(index, count, dev)
+                    wanted.append("%s (cable to %s %s)" % (dev, members[peer], peer_dev))
+                problems.append("%s: %s not Up; a ring needs all four logical interfaces of every Spark Up: cable "
+                                "port 0 of each Spark to port 1 of the next (S1->S2->S3->S1)." % (host, ", ".join(wanted)))
+        if problems:
+            return problems
+        for index, host in enumerate(members):
+            by_dev = {i.get("netdev"): i for i in facts[host].get("interfaces") or []}
+            for dev in RING_NETDEVS[:2]:  # port 0 of each node: each cable once
+                peer, peer_dev = ring_peer(index, count, dev)
+                other = {i.get("netdev"): i for i in facts[members[peer]].get("interfaces") or []}.get(peer_dev) or {}
+                mine = _nets(by_dev.get(dev, {}).get("ipv4"))
+                theirs = _nets(other.get("ipv4"))
+                if mine and theirs and not mine & theirs:
+                    problems.append("%s %s and %s %s share no subnet (%s vs %s): that cable does not join the ring's "
+                                    "neighbours as planned; check which port each cable is in." % (
+                                        host, dev, members[peer], peer_dev, ", ".join(sorted(mine)),
+                                        ", ".join(sorted(theirs))))
+        return problems
+    ports = {h: facts[h].get("selected_port") for h in members}
+    if len(set(ports.values())) > 1:
+        problems.append("The Sparks use different QSFP ports (%s); %s needs the same physical port on every Spark: "
+                        "recable, or set netplan_qsfp_port." % (
+                            "; ".join("%s: port %s" % (h, p) for h, p in ports.items()), layout or "direct"))
+    return problems
+
+
+def _nets(cidrs):
+    out = set()
+    for cidr in cidrs or []:
+        try:
+            out.add(str(ipaddress.IPv4Interface(cidr).network))
+        except ValueError:
+            continue
+    return out
+
+
+# ---------------------------------------------------------------------------- NCCL, UCX and OpenMPI per layout
+HOSTFILE_HEADER = "# Managed by sparkops.specdec (trtllm_container role): one fabric address per node, head first.\n"
+
+
+def fabric_env(layout, interfaces, roce_devices=(), hosts=(), bootstrap="fabric_interfaces",
+               management_interface=DEFAULT_MANAGEMENT_INTERFACE, accept_four_node_ring=False,
+               state_dir="/var/lib/sparkops/specdec"):
+    """The NCCL, UCX and OpenMPI environment of a deployment's ranks: the one function every engine takes it from.
+
+    ``layout``: ``direct``, ``ring`` or ``switch`` (module_utils/_layout.resolve_layout). ``interfaces``: the fabric
+    netdevs of a node (the cabled pair; a ring's four), ``roce_devices``: their RoCE devices for ``NCCL_IB_HCA``
+    (empty leaves it unset), ``hosts``: one address per node, head first (the OpenMPI hostfile, one rank each).
+    ``bootstrap`` (``specdec_nccl_bootstrap``): ``fabric_interfaces`` puts ``interfaces`` in ``NCCL_SOCKET_IFNAME``,
+    ``UCX_NET_DEVICES`` and OpenMPI's TCP ``if_include`` (connect-two-sparks, today's pair); ``management_interface``
+    puts ``management_interface`` there instead
+    (NVIDIA's 08/2026 NCCL runbook: NCCL finds the RoCE ports itself). A ring adds ``NCCL_IB_SUBNET_AWARE_ROUTING=1``
+    and ``NCCL_NET_PLUGIN=none`` (connect-three-sparks); an accepted 4-node ring ``NCCL_ALGO=Ring`` (the community's
+    only working setting, not NVIDIA-supported).
+
+    Returns ``{"env": {NAME: value}, "forward": [NAME], "hostfile": text, "ranks": N}``: ``forward`` names the
+    variables ssh-spawned remote ranks must get with ``mpirun -x``; ``hostfile`` is the OpenMPI hostfile (the
+    trtllm_container role's, byte for byte); vLLM reads the NCCL_ and UCX_ entries and ignores the OMPI_ ones.
+    For ``direct`` with ``bootstrap='fabric_interfaces'`` the env is today's pair env, byte for byte.
+    """
+    if layout not in LAYOUTS:
+        raise ValueError("layout must be one of %s, got %r" % (", ".join(LAYOUTS), layout))
+    if bootstrap not in BOOTSTRAPS:
+        raise ValueError("bootstrap must be fabric_interfaces or management_interface, got %r" % (bootstrap,))
+    joined = management_interface if bootstrap == "management_interface" else ",".join(str(i) for i in interfaces)
+    env = {
+        "NCCL_SOCKET_IFNAME": joined,
+        "UCX_NET_DEVICES": joined,
+        "OMPI_MCA_btl_tcp_if_include": joined,
+        "OMPI_MCA_oob_tcp_if_include": joined,
+        "OMPI_MCA_orte_default_hostfile": state_dir + "/openmpi-hostfile",
+        "OMPI_MCA_rmaps_ppr_n_pernode": "1",
+        "OMPI_ALLOW_RUN_AS_ROOT": "1",
+        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+    }
+    if layout == "ring":
+        env["NCCL_IB_SUBNET_AWARE_ROUTING"] = "1"
+        env["NCCL_NET_PLUGIN"] = "none"
+        if len(hosts) == 4 and accept_four_node_ring:
+            env["NCCL_ALGO"] = "Ring"
+    if roce_devices:
+        env["NCCL_IB_HCA"] = ",".join(str(d) for d in roce_devices)
+    forward = sorted(k for k in env if k.startswith(("NCCL_", "UCX_")))
+    return {"env": env, "forward": forward, "hostfile": HOSTFILE_HEADER + "".join("%s\n" % h for h in hosts),
+            "ranks": len(hosts)}
