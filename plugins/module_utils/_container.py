@@ -357,6 +357,19 @@ def sshd_wait_failure(missing, head, container, timeout):
             % (nodes, head, timeout, where, nodes, container, container, container, port))
 
 
+def mpi_hostname_problem(rc, stdout, stderr, hostfile_hosts, container, head, port):
+    """'' when ``mpirun -np N hostname`` in the head's container printed N distinct host names (N = the hostfile's
+    hosts) with exit status 0, else the one-line error (what it printed, and what to check)."""
+    hosts = list(hostfile_hosts or [])
+    names = set(line.strip() for line in str(stdout or "").splitlines() if line.strip())
+    if rc == 0 and len(names) == len(hosts):
+        return ""
+    return ("'mpirun -np %d hostname' in %s on %s did not print %d distinct host names (rc=%s): %s %s. Check the "
+            "hostfile addresses (%s) against `ip addr`, and that the containers trust each other's keys on port %s "
+            "(ssh_mesh role)." % (len(hosts), container, head, len(hosts), rc, " ".join(str(stdout or "").split()),
+                                  " ".join(str(stderr or "").split()), ", ".join(str(h) for h in hosts), port))
+
+
 # The image the multi-node container runs: one with sshd (the TensorRT-LLM release image has none). Our derived image
 # says so in labels: that it has sshd and which base image (ID) it was built from, so a new base rebuilds it.
 SSHD_LABEL = "io.sparkops.specdec.sshd"

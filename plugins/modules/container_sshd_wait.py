@@ -11,8 +11,8 @@ module: container_sshd_wait
 short_description: Wait on the head until the engine container sshd of every node answers, before mpirun
 version_added: 0.2.0
 description:
-  - Used by the C(trtllm_container) role on the head of a multi-node deployment, right before its C(mpirun) check.
-    From the node it runs on (the head; its engine container uses the host network, so mpirun's ssh leaves from here
+  - Used by the C(trtllm_container) role on the head of a multi-node deployment, before its C(mpirun) check
+    (O(mpirun_hosts), in the same call). From the node it runs on (the head; its engine container uses the host network, so mpirun's ssh leaves from here
     too), it probes every address of O(targets) on O(port) and waits until one round of probes has every one of them
     answering with an SSH banner (C(SSH-)), at most O(timeout) seconds.
   - Each node's own wait (M(sparkops.specdec.engine_container)) proves only that its sshd answered on that node,
@@ -21,6 +21,9 @@ description:
     fail with C(Connection refused). A round counts only when every target answers in it.
   - On timeout it fails with one line naming each node that did not answer, its address and port, the last reason
     (connection refused, timed out, no SSH banner) and what to check on that node.
+  - With O(mpirun_hosts), once every sshd answered it runs C(mpirun -np N hostname) in the head's engine container
+    (C(docker exec), N = the hostfile's hosts) and fails with one line unless it exits 0 having printed N distinct host
+    names (the role's MPI check, in the same call).
   - Read-only; it changes nothing and behaves the same in check mode.
 author:
   - sparkops maintainers (@sparkops)
@@ -57,6 +60,15 @@ options:
     description: The node this runs on, for the message (the role passes C(inventory_hostname)).
     type: str
     default: the head
+  mpirun_hosts:
+    description:
+      - The OpenMPI hostfile's hosts (C(trtllm_container_hostfile_hosts)). When set, after the wait, C(docker exec
+        O(container) mpirun -np N hostname) runs with N their number, and the module fails unless it exits 0 having
+        printed N distinct host names (every node reached over the container sshd).
+      - Empty (the default) runs no mpirun.
+    type: list
+    elements: str
+    default: []
 extends_documentation_fragment:
   - sparkops.specdec.attributes
   - sparkops.specdec.attributes.platform
@@ -86,6 +98,8 @@ EXAMPLES = r"""
     timeout: 300
     container: trtllm-multinode
     head: "{{ inventory_hostname }}"
+    # Then mpirun -np 2 hostname in the container: two distinct host names, or one line of what failed.
+    mpirun_hosts: "{{ trtllm_container_hostfile_hosts }}"
 """
 
 RETURN = r"""
@@ -108,6 +122,11 @@ missing:
   returned: always
   type: list
   elements: str
+mpirun:
+  description: The C(mpirun -np N hostname) run in the container (C(rc), C(stdout), C(stderr)).
+  returned: when O(mpirun_hosts) is set and every sshd answered
+  type: dict
+  sample: {"rc": 0, "stdout": "spark-1\nspark-2", "stderr": ""}
 """
 
 import errno
@@ -166,6 +185,7 @@ def run_module():
             probe_timeout=dict(type="float", default=3.0),
             container=dict(type="str", default="trtllm-multinode"),
             head=dict(type="str", default="the head"),
+            mpirun_hosts=dict(type="list", elements="str", default=[]),
         ),
         supports_check_mode=True,
     )
@@ -185,6 +205,14 @@ def run_module():
     )
     if missing:
         module.fail_json(msg=_container.sshd_wait_failure(missing, p["head"], p["container"], p["timeout"]), **result)
+    if p["mpirun_hosts"]:
+        argv = [module.get_bin_path("docker", required=True), "exec", p["container"],
+                "mpirun", "-np", str(len(p["mpirun_hosts"])), "hostname"]
+        rc, out, err = module.run_command(argv)
+        result["mpirun"] = dict(rc=rc, stdout=out.strip(), stderr=err.strip())
+        problem = _container.mpi_hostname_problem(rc, out, err, p["mpirun_hosts"], p["container"], p["head"], p["port"])
+        if problem:
+            module.fail_json(msg=problem, **result)
     module.exit_json(**result)
 
 

@@ -13,13 +13,16 @@ version_added: 0.3.0
 description:
   - An action plugin, used by the C(trtllm_container) role. A multi-node container runs an image with
     C(/usr/sbin/sshd) (C(mpirun) reaches the other ranks over it); nothing is installed when the container starts.
-  - Reads the image and its derived (or named) image on the node with M(community.docker.docker_image_info), then
+  - Reads the image and its derived (or named) image on the node with M(community.docker.docker_image_info) (one run
+    for both; one run each only when the answer cannot be told apart), then
     decides, in this order - a single-node container, or an image not on the node yet (check mode), runs O(image) as
     is; the derived image when it is on the node and current (our labels with O(image)'s id), or the image named by
     O(sshd_image) when it has sshd; O(image) itself when it has sshd; else the derived image, to be built (RV(build))
     when O(sshd_build).
   - Whether an image has sshd is asked of a throw-away container of that image without network
-    (M(community.docker.docker_container), removed at once), only when the decision needs it (at most two).
+    (M(community.docker.docker_container), removed at once), only when the decision needs it (at most two), and only
+    once per image id - the answer is kept in O(probe_cache) on the controller (an image's files are fixed by its id),
+    so a warm run starts no probe container.
   - Changes nothing; the build itself is the role's next task (M(community.docker.docker_image) with RV(dockerfile)).
 author:
   - sparkops maintainers (@sparkops)
@@ -46,6 +49,15 @@ options:
     description: Name of the throw-away probe container.
     type: str
     default: sparkops-sshd-probe
+  probe_cache:
+    description:
+      - Controller file (JSON) that keeps each probe's answer by image id and probe command; an image id found there
+        is not probed again. Written only after a probe that answered (exit status 0 or 3), never with an error; a file
+        that cannot be read or written is ignored (the probe runs). Empty - no cache, every run probes.
+      - The C(trtllm_container) role passes C(sshd-probes.json) in the controller cache directory
+        (C(specdec_server_controller_cache_dir), default C(~/.cache/sparkops-specdec)).
+    type: path
+    default: ''
 extends_documentation_fragment:
   - sparkops.specdec.attributes
   - sparkops.specdec.attributes.platform
@@ -110,6 +122,11 @@ probes:
   returned: always
   type: dict
   sample: {"nvcr.io/nvidia/tensorrt-llm/release:1.3.0rc12": true}
+probes_cached:
+  description: The images of RV(probes) whose answer came from O(probe_cache) (no probe container started).
+  returned: always
+  type: list
+  elements: str
 probe:
   description: Always empty after the action (an image still to probe is probed by it).
   returned: always

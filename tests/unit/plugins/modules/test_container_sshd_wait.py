@@ -5,9 +5,12 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
+
+import pytest
 
 from ansible_collections.sparkops.specdec.plugins.modules import container_sshd_wait as m
 from ansible_collections.sparkops.specdec.tests.unit.plugins.modules.conftest import module_failure, run_module
@@ -134,3 +137,51 @@ def test_the_wait_ends_at_the_timeout():
                                      sleep=clock.sleep, check=lambda *a: "connection refused")
     assert [reason for _t, reason in missing] == ["connection refused"]
     assert waited == 5.0 and rounds == 6
+
+
+def fake_docker(tmp_path, monkeypatch, stdout, rc=0, stderr=""):
+    """A `docker` first on PATH that records its argv and prints what mpirun would (host names, one a line)."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    record = tmp_path / "argv"
+    script = bindir / "docker"
+    script.write_text("#!/bin/sh\nprintf '%%s\\n' \"$@\" > %s\nprintf '%%s' '%s'\nprintf '%%s' '%s' >&2\nexit %d\n"
+                      % (record, stdout, stderr, rc))
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", "%s:%s" % (bindir, os.environ.get("PATH", "")))
+    return record
+
+
+def test_then_mpirun_in_the_container_must_print_every_host(tmp_path, monkeypatch):
+    record = fake_docker(tmp_path, monkeypatch, "spark-1\nspark-2\n")
+    port = free_port()
+    with FakeServer(port):
+        result = run(dict(args(port), mpirun_hosts=["192.168.100.10", "192.168.100.11"]))
+    assert record.read_text().split() == ["exec", "trtllm-multinode", "mpirun", "-np", "2", "hostname"]
+    assert result["mpirun"] == {"rc": 0, "stdout": "spark-1\nspark-2", "stderr": ""}
+    assert result["changed"] is False
+
+
+@pytest.mark.parametrize("stdout, rc, stderr", [
+    ("spark-1\nspark-1\n", 0, ""),  # both ranks on the head: the worker was not reached
+    ("spark-1\n", 1, "ssh: connect to host 192.168.100.11 port 2233: Connection refused"),
+])
+def test_mpirun_that_misses_a_host_fails_with_one_line(tmp_path, monkeypatch, stdout, rc, stderr):
+    fake_docker(tmp_path, monkeypatch, stdout, rc=rc, stderr=stderr)
+    port = free_port()
+    with FakeServer(port):
+        result = run(dict(args(port), mpirun_hosts=["192.168.100.10", "192.168.100.11"]), fails=True)
+    assert "\n" not in result["msg"]
+    assert result["msg"].startswith("'mpirun -np 2 hostname' in trtllm-multinode on spark-1 did not print 2 distinct "
+                                    "host names (rc=%d)" % rc)
+    assert "Check the hostfile addresses (192.168.100.10, 192.168.100.11)" in result["msg"]
+    assert stderr.split(":")[0] in result["msg"]
+    assert result["mpirun"]["rc"] == rc
+
+
+def test_no_mpirun_without_hosts(tmp_path, monkeypatch):
+    record = fake_docker(tmp_path, monkeypatch, "")
+    port = free_port()
+    with FakeServer(port):
+        result = run(args(port))
+    assert "mpirun" not in result and not record.exists()
