@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _server
+from ansible_collections.sparkops.specdec.plugins.module_utils import _server
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _plan
 
 TARGET = "org/target"
