@@ -941,20 +941,28 @@ def _ipv4_network(text):
     return network, None
 
 
-def _link_subnets(value, shown):
-    if len(value) != 2:
-        return ['has %d subnet%s; set exactly two, one per logical link, e.g. ["192.168.100.0/24", '
-                '"192.168.101.0/24"].' % (len(value), '' if len(value) == 1 else 's')]
+def _subnet_list(value):
+    """Parse a list of IPv4 networks: (one problem line per bad item, the overlapping pairs of the good ones)."""
     problems, networks = [], []
     for item in value:
         network, problem = _ipv4_network(item)
         if problem:
             problems.append('%s %s' % (_fmt(item), problem))
-        networks.append(network)
-    if not problems and networks[0].overlaps(networks[1]):
+        else:
+            networks.append(network)
+    overlaps = [(one, two) for index, one in enumerate(networks) for two in networks[index + 1:] if one.overlaps(two)]
+    return problems, overlaps
+
+
+def _link_subnets(value, shown):
+    if len(value) != 2:
+        return ['has %d subnet%s; set exactly two, one per logical link, e.g. ["192.168.100.0/24", '
+                '"192.168.101.0/24"].' % (len(value), '' if len(value) == 1 else 's')]
+    problems, overlaps = _subnet_list(value)
+    if overlaps:
         problems.append('%s and %s overlap; the two logical links need separate subnets, e.g. 192.168.100.0/24 and '
                         '192.168.101.0/24 (for one subnet on both links set netplan_qsfp_scheme: single_subnet).'
-                        % (networks[0], networks[1]))
+                        % overlaps[0])
     return problems
 
 
@@ -968,17 +976,10 @@ def _ring_subnets(value, shown):
     if len(value) < 6:
         return ['has %d subnet%s; a ring of three Sparks needs six (two per cable), e.g. 192.168.0.0/24 to '
                 '192.168.5.0/24.' % (len(value), '' if len(value) == 1 else 's')]
-    problems, networks = [], []
-    for item in value:
-        network, problem = _ipv4_network(item)
-        if problem:
-            problems.append('%s %s' % (_fmt(item), problem))
-        else:
-            networks.append(network)
-    overlaps = ['%s and %s' % (one, two) for index, one in enumerate(networks) for two in networks[index + 1:]
-                if one.overlaps(two)]
+    problems, overlaps = _subnet_list(value)
     if overlaps:
-        problems.append('%s overlap; each logical link of each cable needs its own subnet.' % '; '.join(overlaps))
+        problems.append('%s overlap; each logical link of each cable needs its own subnet.'
+                        % '; '.join('%s and %s' % pair for pair in overlaps))
     return problems
 
 
