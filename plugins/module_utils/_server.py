@@ -295,7 +295,7 @@ class Server(object):
     def status(self, state_file):
         """(state, running, rc, stderr) as the plan reads them."""
         rc, out, err = self.run(self.exec_([
-            "sh", "-c", 'cat "$0" 2>/dev/null || echo null; if bash "$1" status >/dev/null 2>&1; then echo running; '
+            "sh", "-c", '{ cat "$0" && echo; } 2>/dev/null || echo null; if bash "$1" status >/dev/null 2>&1; then echo running; '
             'else echo stopped; fi', state_file, self.script]))
         state, running = parse_status(out, rc)
         return state, running, rc, err

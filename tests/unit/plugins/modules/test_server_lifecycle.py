@@ -387,3 +387,23 @@ def test_an_earlier_versions_record_of_the_same_launch_is_kept_until_the_next_st
                 autostart_record=dict(fields, fingerprint="f" * 64))
     assert other["autostart"] == "armed"
     assert json.loads((tmp / "autostart.json").read_text())["max_failed_starts"] == 5
+
+
+@pytest.mark.parametrize("ending", ["\n", ""])
+def test_status_reads_a_state_file_with_or_without_a_final_newline(tmp_path, ending):
+    """Server.status runs its real sh look; a state file written without a final newline is still read."""
+    import subprocess
+    docker = tmp_path / "docker"  # `docker exec CONTAINER ARGV...` -> ARGV here
+    docker.write_text('#!/bin/sh\nshift 2\nexec "$@"\n')
+    docker.chmod(0o755)
+    (tmp_path / _server.SCRIPT_NAME).write_text('[ "$1" = status ] && exit 0\nexit 1\n')
+    state = {"schema_version": _server.STATE_SCHEMA, "deployment_id": "pair-a"}
+    state_file = tmp_path / "state.json"
+    state_file.write_text(json.dumps(state) + ending)
+
+    def run(argv, env=None):
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+        return done.returncode, done.stdout, done.stderr
+
+    got, running, rc, _ = _server.Server(run, "c", str(tmp_path), docker=str(docker)).status(str(state_file))
+    assert (got, running, rc) == (state, True, 0)
