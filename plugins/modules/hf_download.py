@@ -128,6 +128,18 @@ options:
       - No effect without O(token_file).
     type: bool
     default: false
+  manifest:
+    description:
+      - Also return, in RV(manifest), the file list M(sparkops.specdec.hf_peer_manifest) returns for the resolved commit
+        (each file's size, etag and sha256, and the path to send), when the snapshot is complete here and nothing is
+        fetched. The head of a pair passes it to M(sparkops.specdec.hf_peer_copy) on its peer, so that a warm run
+        lists the head's models in the same module run that looks at them.
+      - Reads only (the Hub's sha256 for LFS files; small files are hashed). Where the list cannot be made (an
+        unreadable file, no recorded listing), RV(manifest) is left out and the module's result is unchanged; run
+        M(sparkops.specdec.hf_peer_manifest) for that model to get its error.
+    type: bool
+    default: false
+    version_added: 0.3.0
   endpoint:
     description:
       - Base URL of the Hub or of a Hub compatible mirror.
@@ -367,6 +379,15 @@ rate_limit_waits:
   elements: float
   sample: [2.0]
   version_added: 0.2.0
+manifest:
+  description:
+    - The snapshot's file list as M(sparkops.specdec.hf_peer_manifest) returns it (C(repo_id), C(commit), C(complete),
+      C(missing), C(files), C(listing), C(bytes_total) in bytes), for O(manifest=true) when nothing is fetched.
+  returned: when O(manifest=true), the snapshot is complete and the list could be made
+  type: dict
+  sample: {repo_id: nvidia/Qwen3-235B-A22B-FP4, commit: 4d8bb3e1c5a5e7a6f0f2c9f1b7a3c4d5e6f7a8b9, complete: true,
+           missing: [], files: [], listing: {}, bytes_total: 0}
+  version_added: 0.3.0
 error_kind:
   description: Machine-readable class of the failure (see the notes), for C(failed_when) / C(rescue) logic.
   returned: failure
@@ -385,9 +406,11 @@ from ansible_collections.sparkops.specdec.plugins.module_utils._hf import (
     HAS_HF,
     HF_IMPORT_ERROR,
     HfDownloadError,
+    Target,
     run,
 )
 from ansible_collections.sparkops.specdec.plugins.module_utils._secrets import Scrubber, token_defects
+from ansible_collections.sparkops.specdec.plugins.module_utils import _peer_copy
 
 
 def argument_spec():
@@ -411,6 +434,7 @@ def argument_spec():
         rate_limit_retries=dict(type='int', default=DEFAULT_RATE_LIMIT_RETRIES),
         rate_limit_max_wait=dict(type='int', default=DEFAULT_RATE_LIMIT_MAX_WAIT),
         progress_file=dict(type='path'),
+        manifest=dict(type='bool', default=False),
     )
 
 
@@ -441,6 +465,17 @@ def _read_token_file(module, path, remove=False):
     if not token:
         module.fail_json(msg='token_file %s is empty: write the HF token in it (one line)' % path, error_kind='token_file')
     return token
+
+
+def _with_manifest(params, commit):
+    """{'manifest': hf_peer_manifest's result for the complete snapshot}, or {} where it cannot be made (that module
+    reports why, run on its own)."""
+    target = Target(params['repo_id'], params['repo_type'], cache_dir=params['cache_dir'], local_dir=params['local_dir'])
+    try:
+        return {'manifest': _peer_copy.sender_manifest(target, params['repo_id'], commit, params['allow_patterns'],
+                                                       params['ignore_patterns'])}
+    except (_peer_copy.PeerCopyError, IOError, OSError):
+        return {}
 
 
 def main():
@@ -508,6 +543,9 @@ def main():
     except HfDownloadError as e:
         fail(e.msg, e.kind)
         return
+
+    if params['manifest'] and not result.get('changed') and result.get('commit'):
+        result.update(_with_manifest(params, result['commit']))
 
     for warning in result.pop('warnings', []):
         module.warn(scrub(warning))

@@ -49,7 +49,8 @@ options:
     type: str
     default: main
   manifest:
-    description: The registered result of M(sparkops.specdec.hf_peer_manifest) on the sender, for the same repository.
+    description: The registered result of M(sparkops.specdec.hf_peer_manifest) on the sender, for the same repository, or
+      the RV(sparkops.specdec.hf_download#module:manifest) result of M(sparkops.specdec.hf_download) there (the same keys).
     type: dict
     required: true
   max_workers:

@@ -716,3 +716,32 @@ def test_progress_file_not_written_in_check_mode_and_unwritable(capsys, hub, cac
 def test_invalid_options(capsys, args, needle):
     result = failed(capsys, args, kind='invalid_option')
     assert needle in result['msg']
+
+
+# --------------------------------------------------------------------------- manifest (the head's list in the look)
+
+
+def test_manifest_of_a_complete_snapshot_is_what_hf_peer_manifest_returns(capsys, hub, cache, monkeypatch):
+    from ansible_collections.sparkops.specdec.plugins.module_utils import _peer_copy
+    args = dict(repo_id=REPO, cache_dir=cache, endpoint=hub.url, manifest=True)
+    # Incomplete (check mode before the download): something is to be fetched, no manifest.
+    looked = ok(capsys, args, check_mode=True)
+    assert looked['changed'] is True and 'manifest' not in looked
+    done = ok(capsys, args)
+    assert done['changed'] is True and 'manifest' not in done
+    # Complete: the warm look carries the list, the same as hf_peer_manifest's for the commit.
+    warm = ok(capsys, args, check_mode=True)
+    target = _hf.Target(REPO, 'model', cache_dir=cache)
+    expected = json.loads(json.dumps(_peer_copy.sender_manifest(target, REPO, done['commit'])))
+    assert warm['changed'] is False and warm['manifest'] == expected
+    assert warm['manifest']['complete'] is True
+    assert sorted(f['path'] for f in warm['manifest']['files']) == REPO_FILES
+    # Not asked: not returned.
+    assert 'manifest' not in ok(capsys, dict(args, manifest=False), check_mode=True)
+    # A list that cannot be made (hf_peer_manifest would fail: here an unreadable file): left out, the look as it is.
+    def unreadable(*_args, **_kwargs):
+        raise OSError(13, 'Permission denied', 'config.json')
+
+    monkeypatch.setattr(_peer_copy, 'sender_manifest', unreadable)
+    bare = ok(capsys, args, check_mode=True)
+    assert bare['changed'] is False and bare['commit'] == done['commit'] and 'manifest' not in bare
