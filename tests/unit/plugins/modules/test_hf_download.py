@@ -738,6 +738,7 @@ def test_manifest_of_a_complete_snapshot_is_what_hf_peer_manifest_returns(capsys
     assert sorted(f['path'] for f in warm['manifest']['files']) == REPO_FILES
     # Not asked: not returned.
     assert 'manifest' not in ok(capsys, dict(args, manifest=False), check_mode=True)
+
     # A list that cannot be made (hf_peer_manifest would fail: here an unreadable file): left out, the look as it is.
     def unreadable(*_args, **_kwargs):
         raise OSError(13, 'Permission denied', 'config.json')

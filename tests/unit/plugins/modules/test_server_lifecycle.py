@@ -405,5 +405,5 @@ def test_status_reads_a_state_file_with_or_without_a_final_newline(tmp_path, end
         done = subprocess.run(argv, capture_output=True, text=True, check=False)
         return done.returncode, done.stdout, done.stderr
 
-    got, running, rc, _ = _server.Server(run, "c", str(tmp_path), docker=str(docker)).status(str(state_file))
+    got, running, rc, _err = _server.Server(run, "c", str(tmp_path), docker=str(docker)).status(str(state_file))
     assert (got, running, rc) == (state, True, 0)
