@@ -139,7 +139,9 @@ def watch(statuses, progress=None, previous=None, now=None, deadline=86400, stal
                 errors.append('%s%s: the background download (async job %s) ended without a result: %s; re-run the '
                               'playbook (files already downloaded are kept, partial ones resume).'
                               % (repo, where, jid, dead))
-            elif result.get('failed'):
+            # download_poll.yml registers async_status with failed_when: false, which sets failed to false: the
+            # module's error_kind (every hf_download failure sets one) says it failed as well.
+            elif result.get('failed') or result.get('error_kind'):
                 errors.append('%s%s: %s' % (repo, where, str(result.get('msg') or 'download failed').strip()))
             else:
                 done.append(repo)

@@ -68,6 +68,16 @@ def test_module_failure_is_reported_with_its_message():
     assert v['running'] == []
 
 
+def test_module_failure_under_failed_when_false_is_still_a_failure():
+    # download_poll.yml registers async_status with failed_when: false, which sets the result's failed to false:
+    # the module's error_kind is what says the download failed (a lab run reported such a job done).
+    failed = status('1.3', DRAFT, finished=True, failed=False, failed_when_result=False, error_kind='not_writable',
+                    msg='cannot write to /cache (Permission denied): fix ownership/permissions')
+    v = rounds([(1000, [(failed, None)])])[0]
+    assert v['errors'] == ['%s on spark-1: cannot write to /cache (Permission denied): fix ownership/permissions' % DRAFT]
+    assert v['done'] == [] and v['running'] == []
+
+
 @pytest.mark.parametrize('result, needle', [
     # The module process was killed: async_wrapper found no JSON on its stdout.
     ({'failed': True, 'msg': 'Expecting value: line 1 column 1 (char 0)', 'data': '', 'stderr': 'Killed'}, 'died'),
