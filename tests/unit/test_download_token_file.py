@@ -4,7 +4,8 @@
 An async module's arguments stay in the node's remote temporary directory (embedded in the AnsiballZ file that
 async_wrapper runs) for the whole download. The role writes the token in a 0600 file of a private directory and
 passes only its path, with token_file_remove (hf_download reads and removes it at start; its unit tests check that).
-The tasks are read from roles/specdec_models/tasks/fetch.yml and their arguments rendered by Ansible's Templar."""
+The tasks are read from roles/specdec_models/tasks/fetch.yml and download_start.yml (which fetch.yml includes to start
+the downloads) and their arguments rendered by Ansible's Templar."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pathlib
 from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar
 
-TASKS = pathlib.Path(__file__).resolve().parents[2] / "roles" / "specdec_models" / "tasks" / "fetch.yml"
+ROLE_TASKS = pathlib.Path(__file__).resolve().parents[2] / "roles" / "specdec_models" / "tasks"
+TASK_FILES = ("fetch.yml", "download_start.yml")
 HF = "sparkops.specdec.hf_download"
 COPY = "ansible.builtin.copy"
 TOKEN = "hf_RoleTokenNeverAnArgument0123456789"
@@ -28,7 +30,8 @@ def flat(items):
 
 def load():
     # As Ansible loads a tasks file (trusted as templates, YAML merge keys); yaml for the plain structure.
-    return DataLoader().load_from_file(str(TASKS), trusted_as_template=True)
+    loader = DataLoader()
+    return [t for name in TASK_FILES for t in loader.load_from_file(str(ROLE_TASKS / name), trusted_as_template=True)]
 
 
 def find(predicate):

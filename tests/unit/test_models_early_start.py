@@ -78,10 +78,17 @@ def test_the_start_entry_point_starts_the_downloads_in_the_background_and_waits_
     start = load(role / "start.yml")
     assert [t["ansible.builtin.import_tasks"] for t in start] == ["fetch.yml"]
     fetch = list(flat(load(role / "fetch.yml")))
-    downloads = [t for t in fetch if "sparkops.specdec.hf_download" in t and "async" in t]
+    # fetch.yml includes the wheels (when the virtualenv lacks them) and the downloads' start (when a model is not
+    # complete), and nothing else.
+    included = [t["ansible.builtin.include_tasks"] for t in fetch if "ansible.builtin.include_tasks" in t]
+    assert sorted(included) == ["download_start.yml", "wheels.yml"]
+    assert all(t.get("when") for t in fetch if "ansible.builtin.include_tasks" in t)
+    path = fetch + [t for name in included for t in flat(load(role / name))]
+    downloads = [t for t in path if "sparkops.specdec.hf_download" in t and "async" in t]
     assert len(downloads) == 1 and downloads[0]["poll"] == 0
     # Nothing in the start path follows the downloads or copies the models: main.yml does.
-    assert not [t for t in fetch if "ansible.builtin.async_status" in t or "include_tasks" in str(t)]
+    assert not [t for t in path if "ansible.builtin.async_status" in t or "import_tasks" in t]
+    assert not [t for t in path if "include_tasks" in str(t) and t not in fetch]
     main = list(flat(load(role / "main.yml")))
     assert [t["ansible.builtin.include_tasks"] for t in main if "ansible.builtin.include_tasks" in t] == [
         "fetch.yml", "download_poll.yml", "peer_copy.yml"]
