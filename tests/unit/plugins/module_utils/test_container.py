@@ -383,3 +383,14 @@ def test_build_failure_is_one_line_with_its_cause_and_the_way_out(message, cause
     assert msg.startswith("Building %s (%s plus openssh-server) on spark-1 failed: %s. " % (DERIVED, BASE, cause))
     assert "air-gapped" in msg and "trtllm_container_sshd_image" in msg
     assert len(msg) < 500
+
+
+def test_vllm_cache_root_on_the_node_in_the_state_dir():
+    spec = c.container_spec(settings(engine="vllm", multinode=False, image="vllm/vllm-openai:v0.28.0"))
+    assert spec["env"]["VLLM_CACHE_ROOT"] == "/var/lib/sparkops/specdec/vllm-cache"
+    # The state directory is mounted at the same path: the cache survives the container.
+    assert "/var/lib/sparkops/specdec:/var/lib/sparkops/specdec" in spec["volumes"]
+    own = c.container_spec(settings(engine="vllm", multinode=False, env={"VLLM_CACHE_ROOT": "/data/vllm"}))
+    assert own["env"]["VLLM_CACHE_ROOT"] == "/data/vllm"
+    for engine in ("trtllm", "llamacpp"):
+        assert "VLLM_CACHE_ROOT" not in c.container_spec(settings(engine=engine, multinode=False))["env"]
