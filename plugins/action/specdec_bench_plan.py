@@ -113,7 +113,7 @@ def check_pinned(pinned, baseline=True):
     for name in UNSET_AT_NONE if baseline else ():
         value = pinned.get(name, UNPINNED)
         if str(value) == UNPINNED or value in (None, "", {}) or (name.endswith("_revision")
-                                                             and str(value) == _tune.DEFAULT_REVISION):
+                                                                 and str(value) == _tune.DEFAULT_REVISION):
             continue
         errors.append("%s: set as an extra var (-e) or a fact, which the baseline point none cannot unset (method none "
                       "refuses a %s); set it in the inventory instead, or remove none from "

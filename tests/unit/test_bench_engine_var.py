@@ -39,7 +39,7 @@ def playbook_line(out):
     ("vllm", "-i inventories/lab/vllm-bench", "benchmark-vllm.yml", "build-vllm.sh", "build-llamacpp.sh"),
 ])
 def test_engine_swaps_the_settings_the_vars_file_and_the_lab_build(target, mode, engine, settings, vars_file, build,
-                                                                    other_build):
+                                                                   other_build):
     got = dry_run(target, *(["ENGINE=%s" % engine] if engine else []))
     assert got.returncode == 0, got.stderr
     line = playbook_line(got.stdout)
