@@ -71,13 +71,30 @@ bench-fleet: lab-fleet-up  ## fleet.yml (two pairs + a single Spark at once) / t
 	$(BIN)/python tests/bench/fleet_bench.py $(if $(RUNS),--runs $(RUNS)) --log-dir .lab/bench/fleet --json-out .lab/bench/fleet/figures.json
 	$(BIN)/python tests/bench/staging_bench.py $(if $(UPLINK),--uplink-mib-s $(UPLINK))
 
-BENCH_LAB := -i $(LAB_INV) playbooks/benchmark.yml -e @inventories/lab/llamacpp.yml -e @inventories/lab/benchmark-lab.yml \
+# ENGINE picks the lab engine bench-tune and bench-sweep measure: its settings, its benchmark vars file and the target
+# that builds it (llamacpp: the real llama.cpp pair, lab-engine; vllm: the real CPU vLLM, lab-vllm). The vLLM settings
+# (inventories/lab/vllm.yml) name the method, draft and draft length, which as extra vars (-e) would pin every point:
+# the inventory inventories/lab/vllm-bench gives them to spark-1 as host vars instead, which each point overrides.
+ENGINE ?= llamacpp
+BENCH_ENGINES := llamacpp vllm
+BENCH_SETTINGS_llamacpp := -e @inventories/lab/llamacpp.yml
+BENCH_VARS_llamacpp := inventories/lab/benchmark-lab.yml
+BENCH_BUILD_llamacpp := lab-engine
+BENCH_SETTINGS_vllm := -i inventories/lab/vllm-bench
+BENCH_VARS_vllm := inventories/lab/benchmark-vllm.yml
+BENCH_BUILD_vllm := lab-vllm
+ifneq ($(filter bench-tune bench-sweep,$(MAKECMDGOALS)),)
+ifeq ($(filter $(ENGINE),$(BENCH_ENGINES)),)
+$(error ENGINE=$(ENGINE) is not a lab engine the benchmark measures; set ENGINE=llamacpp (the default) or ENGINE=vllm)
+endif
+endif
+BENCH_LAB := -i $(LAB_INV) $(BENCH_SETTINGS_$(ENGINE)) playbooks/benchmark.yml -e @$(BENCH_VARS_$(ENGINE)) \
 	-e specdec_benchmark_allow_restart=true -e trtllm_container_allow_recreate=true
 
-bench-tune: lab-engine lab-up  ## real llama.cpp pair on a lab node: deploy, the tuner's search, apply its pick; report in .lab/bench/tune
+bench-tune: $(BENCH_BUILD_$(ENGINE)) lab-up  ## real engine on a lab node (ENGINE=llamacpp: the llama.cpp pair, default; ENGINE=vllm: the CPU vLLM): deploy, the tuner's search, apply its pick; report in .lab/bench/tune (vllm: .lab/bench/vllm-tune)
 	$(PLAYBOOK) $(BENCH_LAB) -e specdec_benchmark_mode=tune -e specdec_benchmark_apply=true
 
-bench-sweep: lab-engine lab-up  ## the full sweep (none, 1, 2, 3, 4, 8 x c=1/2 x short/long x 3 blocks) on the lab; report in .lab/bench/sweep
+bench-sweep: $(BENCH_BUILD_$(ENGINE)) lab-up  ## the full sweep on the lab (llamacpp: none, 1, 2, 3, 4, 8 x c=1/2 x short/long x 3 blocks; ENGINE=vllm: its vars file's points); report in .lab/bench/sweep (vllm: .lab/bench/vllm-sweep)
 	$(PLAYBOOK) $(BENCH_LAB) -e specdec_benchmark_mode=sweep
 
 preflight: lab-up  ## preflight checks on the lab (report in preflight-report.json)

@@ -31,7 +31,10 @@ UNPINNED = "sparkops-benchmark-point"
 PINNED = ("specdec_server_method", "specdec_server_max_draft_len")
 # ... and what the baseline point none unsets (the plan refuses a draft setting with method none): an extra var of the
 # same name keeps it, and the baseline would be refused in the middle of the sweep.
-UNSET_AT_NONE = ("specdec_server_draft_model", "specdec_server_draft_revision", "specdec_server_draft_file")
+# specdec_server_speculative_config: engine vllm's extra --speculative-config keys (the plan refuses them with method
+# none too).
+UNSET_AT_NONE = ("specdec_server_draft_model", "specdec_server_draft_revision", "specdec_server_draft_file",
+                 "specdec_server_speculative_config")
 
 
 def _label(point):
@@ -109,12 +112,13 @@ def check_pinned(pinned, baseline=True):
                       "specdec_benchmark_points)." % " / ".join(names))
     for name in UNSET_AT_NONE if baseline else ():
         value = pinned.get(name, UNPINNED)
-        if str(value) == UNPINNED or value in (None, "") or (name.endswith("_revision")
-                                                             and str(value) == _tune.DEFAULT_REVISION):
+        if str(value) == UNPINNED or value in (None, "", {}) or (name.endswith("_revision")
+                                                                 and str(value) == _tune.DEFAULT_REVISION):
             continue
         errors.append("%s: set as an extra var (-e) or a fact, which the baseline point none cannot unset (method none "
-                      "refuses a draft setting); set it in the inventory instead, or remove none from "
-                      "specdec_benchmark_points." % name)
+                      "refuses a %s); set it in the inventory instead, or remove none from "
+                      "specdec_benchmark_points." % (name, "draft setting" if "draft" in name else
+                                                     "--speculative-config key"))
     return errors
 
 

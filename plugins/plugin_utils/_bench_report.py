@@ -266,18 +266,23 @@ def markdown(report):
         for title, prompts in tables:
             if title:
                 lines += ["### " + title, ""]
-            lines += ["| prompt | status | first diverging word | baseline token | speculative token | margin (nats) |",
-                      "|---|---|---|---|---|---|"]
-            lines += ["| %s | %s | %s | %s | %s | %s |" % (
+            lines += ["| prompt | status | first diverging word | baseline token | speculative token | margin (nats) "
+                      "| margin in the speculative run (nats) |", "|---|---|---|---|---|---|---|"]
+            lines += ["| %s | %s | %s | %s | %s | %s | %s |" % (
                 p["prompt_id"], p["status"], "-" if p["first_diverging_word"] is None else p["first_diverging_word"],
                 _token_cell((p.get("tie") or {}).get("baseline_token")),
                 _token_cell((p.get("tie") or {}).get("speculative_token")),
-                "-" if (p.get("tie") or {}).get("margin") is None else "%.3f" % p["tie"]["margin"]) for p in prompts]
+                _nats((p.get("tie") or {}).get("margin")), _nats((p.get("tie") or {}).get("speculative_margin")))
+                for p in prompts]
             lines.append("")
     if report.get("problems"):
         lines += ["## Problems", ""] + ["- %s" % p for p in report["problems"]] + [""]
     lines += ["Plots: %s." % ", ".join("`%s.png`" % name for name in PLOTS), ""]
     return "\n".join(lines)
+
+
+def _nats(value):
+    return "-" if value is None else "%.3f" % value
 
 
 def _csv(rows, columns):

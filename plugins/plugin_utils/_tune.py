@@ -334,25 +334,30 @@ def point_settings(point, spec_method, draft=None):
     inventory).
 
     A draft length: ``spec_method`` with that length and the inventory's draft (``draft``: ``model``, ``revision``,
-    ``file`` as the inventory gives them, None when not set). The baseline ``none``: method none with the draft unset,
-    since the plan refuses a draft setting with method none (nothing would download or serve it).
+    ``file`` as the inventory gives them, None when not set; ``speculative_config``, engine vllm's extra
+    ``--speculative-config`` keys, {} when not set). The baseline ``none``: method none with the draft and the extra
+    ``--speculative-config`` keys unset, since the plan refuses either with method none (nothing would download, serve
+    or read them).
     """
     draft = draft or {}
     if point == NONE:
         return {"specdec_server_method": NONE, "specdec_server_max_draft_len": None,
                 "specdec_server_draft_model": None, "specdec_server_draft_revision": DEFAULT_REVISION,
-                "specdec_server_draft_file": None}
+                "specdec_server_draft_file": None, "specdec_server_speculative_config": {}}
     return {"specdec_server_method": spec_method, "specdec_server_max_draft_len": int(point),
             "specdec_server_draft_model": draft.get("model") or None,
             "specdec_server_draft_revision": draft.get("revision") or DEFAULT_REVISION,
-            "specdec_server_draft_file": draft.get("file") or None}
+            "specdec_server_draft_file": draft.get("file") or None,
+            "specdec_server_speculative_config": dict(draft.get("speculative_config") or {})}
 
 
 # Seconds one server restart takes when none was measured on the node and no setting gives it: the documented
 # default of each engine (docs/benchmark.md, "Time estimate", names the sources). TensorRT-LLM: about 15 minutes
 # for Qwen3-235B-A22B on two Sparks (reported for vLLM on the same pair; no TensorRT-LLM figure is published), an
-# estimate until a restart is measured on the node. llama.cpp: 60 s, an estimate for a GGUF of a few GB.
-DEFAULT_RESTART_SECONDS = {"trtllm": 900.0, "llamacpp": 60.0}
+# estimate until a restart is measured on the node. llama.cpp: 60 s, an estimate for a GGUF of a few GB. vLLM: the
+# same 900 s, here a vLLM figure (the note measured vLLM GPTQ-Int4 TP2/EP2 starting in about 15 minutes on that pair);
+# a single Spark's smaller model starts sooner, and the first restart measured on the node replaces it.
+DEFAULT_RESTART_SECONDS = {"trtllm": 900.0, "llamacpp": 60.0, "vllm": 900.0}
 
 
 def restart_seconds(setting=None, engine=None, state=None, target_model=None):

@@ -4,13 +4,14 @@ and the estimate from the probe request's speed."""
 
 from __future__ import annotations
 
+import json
 from unittest import mock
 
 import pytest
 
 from ansible_collections.sparkops.specdec.plugins.action import specdec_bench_plan
 from ansible_collections.sparkops.specdec.plugins.filter import bench
-from ansible_collections.sparkops.specdec.plugins.plugin_utils import _plan
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _plan, _tune
 
 GOOD = {"mode": "sweep", "points": ["none", 1, 2, 4], "repeats": 2, "seed": 0, "objective": {"concurrency": 1,
         "prompt_set": "short"}, "concurrency": [1, 4], "prompt_sets": ["short", "long"], "num_requests": 8,
@@ -159,11 +160,11 @@ def test_every_point_the_role_serves_is_planned_without_errors_with_the_inventor
     assert sorted(serves) == ["2", "4", "none"]
     assert serves["none"] == {"specdec_server_method": "none", "specdec_server_max_draft_len": None,
                               "specdec_server_draft_model": None, "specdec_server_draft_revision": "main",
-                              "specdec_server_draft_file": None}
+                              "specdec_server_draft_file": None, "specdec_server_speculative_config": {}}
     assert serves["2"] == {"specdec_server_method": spec_method, "specdec_server_max_draft_len": 2,
                            "specdec_server_draft_model": draft["model"],
                            "specdec_server_draft_revision": draft["revision"] or "main",
-                           "specdec_server_draft_file": draft["file"]}
+                           "specdec_server_draft_file": draft["file"], "specdec_server_speculative_config": {}}
     members = ["spark-1", "spark-2"] if engine == "trtllm" else ["spark-1"]
     topology = "two_sparks" if len(members) > 1 else "single_spark"
     for point, serve in serves.items():
@@ -192,3 +193,66 @@ def test_a_draft_setting_given_as_an_extra_var_is_refused_when_the_points_hold_t
     assert not run(pinned=pinned, points=[1, 2]).get("failed")
     # The default revision given on the command line asks nothing of the baseline.
     assert not run(pinned=dict(_UNPINNED, specdec_server_draft_revision="main")).get("failed")
+
+
+# --- issue 23 item 4: the benchmark on engine vllm ----------------------------------------------------------------------
+
+VLLM_TARGET, VLLM_DRAFT = "sparkops-lab/tiny-target", "sparkops-lab/tiny-draft"
+VLLM_COMMITS = {VLLM_TARGET: "a" * 40, VLLM_DRAFT: "b" * 40}
+
+
+def vllm_plan(settings):
+    s = dict({"specdec_engine": "vllm", "trtllm_container_image": "sparkops-lab/vllm-cpu:0.32.0",
+              "specdec_server_target_model": VLLM_TARGET}, **settings)
+    dep = _plan.deployment_from_inventory(s, "single_spark", ["spark-1"], "spark-1")
+    return _plan.build_plan(dep, commits=VLLM_COMMITS, vllm_version="0.32.0+cpu")
+
+
+@pytest.mark.parametrize("spec_method, draft, extra", [
+    ("draft_target", {"model": VLLM_DRAFT, "revision": None, "file": None}, {}),
+    ("ngram", {"model": None, "revision": None, "file": None}, {"prompt_lookup_max": 4, "prompt_lookup_min": 1}),
+])
+def test_every_vllm_point_serves_num_speculative_tokens_or_no_speculative_config(spec_method, draft, extra):
+    inventory = {"specdec_server_method": spec_method, "specdec_server_draft_model": draft["model"],
+                 "specdec_server_max_draft_len": 4, "specdec_server_speculative_config": extra}
+    got = run(engine="vllm", spec_method=spec_method, draft=dict(draft, speculative_config=extra),
+              points=["none", 1, 3], repeats=1)
+    assert not got.get("failed"), got.get("msg")
+    serves = {str(seg["point"]): seg["serve"] for seg in got["segments"]}
+    assert serves["none"]["specdec_server_speculative_config"] == {}
+    assert serves["3"]["specdec_server_speculative_config"] == extra
+    for point, serve in serves.items():
+        out = vllm_plan(dict(inventory, **serve))
+        assert out["errors"] == [], (point, out["errors"])
+        argv = out["plan"]["argv"]
+        if point == "none":
+            assert out["plan"]["method"] == "none" and "--speculative-config" not in argv
+        else:
+            spec = json.loads(argv[argv.index("--speculative-config") + 1])
+            assert spec["num_speculative_tokens"] == int(point) and spec["method"] == (
+                "draft_model" if spec_method == "draft_target" else "ngram")
+            assert {k: spec[k] for k in extra} == extra
+    # What the role passed for the baseline before: method none over the inventory's extra keys, refused by the plan.
+    if extra:
+        before = dict(serves["none"], specdec_server_speculative_config=extra)
+        assert "specdec_server_speculative_config: method none" in " ".join(vllm_plan(dict(inventory, **before))["errors"])
+
+
+def test_vllm_extra_speculative_config_given_as_an_extra_var_is_refused_with_the_baseline():
+    pinned = dict(_UNPINNED, specdec_server_speculative_config={"prompt_lookup_max": 4})
+    got = run(pinned=pinned)
+    assert got["failed"] and got["msg"].splitlines()[1] == (
+        "- specdec_server_speculative_config: set as an extra var (-e) or a fact, which the baseline point none cannot "
+        "unset (method none refuses a --speculative-config key); set it in the inventory instead, or remove none from "
+        "specdec_benchmark_points.")
+    assert not run(pinned=pinned, points=[1, 2]).get("failed")
+    assert not run(pinned=dict(_UNPINNED, specdec_server_speculative_config={})).get("failed")
+
+
+def test_the_vllm_estimate_uses_vllms_default_restart_time():
+    est = run(engine="vllm", restart_seconds=None, repeats=1, points=["none", 1, 3])["estimate"]
+    assert (est["restart_seconds"], est["restart_source"]) == (_tune.DEFAULT_RESTART_SECONDS["vllm"], "default")
+    assert _tune.DEFAULT_RESTART_SECONDS["vllm"] == 900.0
+    state = {"engine": "vllm", "running": {"target_model": VLLM_TARGET, "ready_seconds": 71.5}}
+    mine = run(engine="vllm", state=state, target_model=VLLM_TARGET, restart_seconds=None)["estimate"]
+    assert (mine["restart_seconds"], mine["restart_source"]) == (71.5, "measured")

@@ -237,4 +237,30 @@ def test_gate_from_runs_a_near_tie_passes_and_every_point_has_its_table(tmp_path
     md = (tmp_path / "g" / "report.md").read_text()
     for point in ("1", "2", "4", "8"):
         assert "### draft length %s: correctness gate passed" % point in md
-    assert "| tie | 0 | `%s` | `y` | 0.020 |" % words[0] in md
+    assert "| tie | 0 | `%s` | `y` | 0.020 | - |" % words[0] in md
+
+
+def test_gate_from_runs_with_both_runs_log_probabilities_shows_both_margins(tmp_path):
+    # vLLM reports log-probabilities for the speculative run's accepted draft tokens too: the gate checks the flip
+    # from both runs and the report shows both margins.
+    runs = synthetic_runs()
+    base = next(r for r in runs if r["point"] == "none" and r["concurrency"] == 1)
+    words = base["loadgen"]["requests"][0]["text"].split(" ")
+    spec = next(r for r in runs if r["point"] == 4 and r["concurrency"] == 1)
+    spec_words = ["y"] + words[1:]
+    spec["loadgen"]["requests"][0]["text"] = " ".join(spec_words)
+
+    def tokens(ws, other):
+        toks = [{"token": (w if i == 0 else " " + w), "logprob": -0.1, "top": [[(w if i == 0 else " " + w), -0.1]]}
+                for i, w in enumerate(ws)]
+        toks[0]["top"].append([other, -0.13])
+        return toks
+    base["loadgen"]["requests"][0]["tokens"] = tokens(words, "y")
+    spec["loadgen"]["requests"][0]["tokens"] = tokens(spec_words, words[0])
+    # (The synthetic runs carry llama.cpp's counter names; the gate reads only the texts and tokens.)
+    result = make({"runs": runs, "output_dir": str(tmp_path / "g"), "engine": "llamacpp", "plots": False,
+                   "objective": {"concurrency": 1}, "gate": {"from_runs": True}}).run(task_vars={})
+    assert not result.get("failed"), result.get("msg")
+    tie = next(p for p in result["gate"]["points"]["4"]["prompts"] if p["status"] == "tie")["tie"]
+    assert (tie["margin"], tie["speculative_margin"]) == (0.03, 0.03)
+    assert "| tie | 0 | `%s` | `y` | 0.030 | 0.030 |" % words[0] in (tmp_path / "g" / "report.md").read_text()
