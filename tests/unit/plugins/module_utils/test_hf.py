@@ -30,7 +30,8 @@ LAB_REPOS = {
     'sparkops-lab/bench-100', 'sparkops-lab/bench-large', 'sparkops-lab/slow-resume',
 }
 # Repos of real files (the lab's GGUFs, served from hub_server.py --files-dir): left out without it.
-REAL_FILE_REPOS = {'sparkops-lab/Qwen2.5-Coder-1.5B-Instruct-GGUF', 'sparkops-lab/Qwen2.5-Coder-0.5B-Instruct-GGUF'}
+REAL_FILE_REPOS = {'sparkops-lab/Qwen2.5-Coder-1.5B-Instruct-GGUF', 'sparkops-lab/Qwen2.5-Coder-0.5B-Instruct-GGUF',
+                   'sparkops-lab/tiny-llama-vllm', 'sparkops-lab/tiny-llama-vllm-draft'}
 BENCH_LARGE = 'sparkops-lab/bench-large'
 MIB = 1024 * 1024
 
