@@ -1491,7 +1491,7 @@ def new_state(plan, previous_state, now):
                "target_model": plan["target_model"], "method": plan["method"],
                "max_draft_len": plan["max_draft_len"], "started_at": now}
     same = before is not None and before.get("fingerprint") == plan["fingerprint"]
-    return {
+    out = {
         "schema_version": SCHEMA_VERSION,
         "deployment": plan["deployment"],
         "engine": plan["engine"],
@@ -1503,6 +1503,11 @@ def new_state(plan, previous_state, now):
         "created_at": prev.get("created_at") or now,
         "updated_at": now,
     }
+    # The fabric test's baseline (module fabric_test; the role puts this run's record here when the test ran), only
+    # when there is one: a state file without it stays as an earlier version wrote it.
+    if prev.get("fabric"):
+        out["fabric"] = prev["fabric"]
+    return out
 
 
 def desired_of(plan):

@@ -91,6 +91,7 @@ RESULTS = (
     'specdec_models_unresolved',
     'specdec_server_completion',
     'specdec_server_endpoint',
+    'specdec_server_fabric_result',
     'specdec_server_firewall',
     'specdec_server_firewall_removal',
     'specdec_server_launch',
@@ -1170,6 +1171,13 @@ BOUNDS = {
     # The tool-call smoke test (plugin_utils/_toolcall.py): auto = gpt-oss targets only.
     'specdec_server_tool_smoke_test': _one_of('auto', 'always', 'never'),
     'specdec_server_tool_smoke_max_tokens': _int_range(1),
+    # The fabric test before a pair's first start (module fabric_test; module_utils/_fabric_test.py).
+    'specdec_server_fabric_test': _one_of('auto', 'always', 'never'),
+    'specdec_server_fabric_test_binary': _non_empty('all_gather_perf, or a path in the engine container such as '
+                                                    '/opt/nccl-tests/build/all_gather_perf'),
+    'specdec_server_fabric_test_timeout': _int_range(1, 86400, 'seconds; the default is 300'),
+    'specdec_server_fabric_test_warn_fraction': _fraction('0.8'),
+    'specdec_server_fabric_test_env': _Check(_env_dict),  # with no secrets: the loop of *_env settings below
 
     # --- specdec_benchmark ---
     # Sweep points: none (the baseline) or a draft length in specdec_server_max_draft_len's range.

@@ -427,6 +427,15 @@ NEGATIVE_CASES = [
      'auto, always'),
     ('tool-smoke-max-tokens-zero', {'specdec_server_tool_smoke_max_tokens': 0},
      'specdec_server_tool_smoke_max_tokens', 'is out of range'),
+    ('fabric-test-not-a-mode', {'specdec_server_fabric_test': False}, 'specdec_server_fabric_test', 'auto, always'),
+    ('fabric-test-binary-empty', {'specdec_server_fabric_test_binary': ''}, 'specdec_server_fabric_test_binary',
+     'all_gather_perf'),
+    ('fabric-test-timeout-zero', {'specdec_server_fabric_test_timeout': 0}, 'specdec_server_fabric_test_timeout',
+     'is out of range'),
+    ('fabric-test-warn-fraction-above-one', {'specdec_server_fabric_test_warn_fraction': 1.5},
+     'specdec_server_fabric_test_warn_fraction', 'is out of range'),
+    ('fabric-test-env-secret', {'specdec_server_fabric_test_env': {'HF_TOKEN': 'x'}},
+     'specdec_server_fabric_test_env', 'looks like a secret'),
 
     # --- specdec_benchmark ---
     ('bench-consent-not-bool', {'specdec_benchmark_allow_restart': 'maybe'}, 'specdec_benchmark_allow_restart',

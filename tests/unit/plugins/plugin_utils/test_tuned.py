@@ -98,3 +98,14 @@ def test_new_state_keeps_the_tuned_record_across_restarts():
 
 def test_the_plan_names_the_preset_method():
     assert plan(specdec_server_method="none")["preset_method"] == "draft_target"
+
+
+def test_new_state_keeps_the_fabric_baseline_across_starts():
+    # The fabric test's baseline (module fabric_test) stays in the state file until a new layout's test replaces it.
+    fabric = {"layout": "direct", "nodes": ["spark-1", "spark-2"], "hosts": ["192.168.100.10", "192.168.100.11"],
+              "busbw": 22.9611, "measured_at": "2026-11-28T06:00:00Z"}
+    state = _plan.new_state(plan(TUNED), {"schema_version": 1, "fabric": copy.deepcopy(fabric)}, "t1")
+    assert state["fabric"] == fabric
+    assert _plan.new_state(plan(TUNED, specdec_server_max_draft_len=3), state, "t2")["fabric"] == fabric
+    # None recorded: no key (a state file without a baseline stays byte for byte as before).
+    assert "fabric" not in _plan.new_state(plan(TUNED), {}, "t")
