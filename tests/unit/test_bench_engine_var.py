@@ -70,7 +70,7 @@ def test_the_vllm_bench_inventory_gives_spark_1_the_vllm_settings_as_host_vars()
     pinned = dict({name: "sparkops-benchmark-point" for name in specdec_bench_plan.PINNED + specdec_bench_plan.UNSET_AT_NONE},
                   **{k: v for k, v in wanted.items() if k in specdec_bench_plan.PINNED + specdec_bench_plan.UNSET_AT_NONE})
     assert sorted(k for k in pinned if pinned[k] != "sparkops-benchmark-point") == [
-        "specdec_server_draft_model", "specdec_server_max_draft_len", "specdec_server_method"]
+        "specdec_server_draft_model", "specdec_server_method"]
     assert len(specdec_bench_plan.check_pinned(pinned)) == 2
 
 
