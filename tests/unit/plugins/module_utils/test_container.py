@@ -393,7 +393,7 @@ def test_vllm_across_sparks_is_the_fabric_env_without_sshd():
     assert spec["env"] == {
         "CPATH": "/usr/local/cuda/include", "TRITON_PTXAS_PATH": "/usr/local/cuda/bin/ptxas",
         "NCCL_SOCKET_IFNAME": "enp1s0f1np1,enP2p1s0f1np1", "GLOO_SOCKET_IFNAME": "enp1s0f1np1,enP2p1s0f1np1",
-        "VLLM_HOST_IP": "192.168.100.10"}
+        "VLLM_HOST_IP": "192.168.100.10", "VLLM_CACHE_ROOT": "/var/lib/sparkops/specdec/vllm-cache"}
     assert spec["volumes"] == ["/home/spark/.cache/huggingface:/root/.cache/huggingface",
                                "/var/lib/sparkops/specdec:/var/lib/sparkops/specdec"]
     assert spec["entrypoint"] == ["bash"] and spec["command"] == ["/var/lib/sparkops/specdec/entrypoint.sh"]
@@ -404,3 +404,14 @@ def test_vllm_across_sparks_is_the_fabric_env_without_sshd():
     # Without the fabric inputs: refused as for trtllm.
     with pytest.raises(c.ContainerError, match="trtllm_container_fabric_interfaces"):
         c.container_spec(settings(engine="vllm", fabric_interfaces=[]))
+
+
+def test_vllm_cache_root_on_the_node_in_the_state_dir():
+    spec = c.container_spec(settings(engine="vllm", multinode=False, image="vllm/vllm-openai:v0.28.0"))
+    assert spec["env"]["VLLM_CACHE_ROOT"] == "/var/lib/sparkops/specdec/vllm-cache"
+    # The state directory is mounted at the same path: the cache survives the container.
+    assert "/var/lib/sparkops/specdec:/var/lib/sparkops/specdec" in spec["volumes"]
+    own = c.container_spec(settings(engine="vllm", multinode=False, env={"VLLM_CACHE_ROOT": "/data/vllm"}))
+    assert own["env"]["VLLM_CACHE_ROOT"] == "/data/vllm"
+    for engine in ("trtllm", "llamacpp"):
+        assert "VLLM_CACHE_ROOT" not in c.container_spec(settings(engine=engine, multinode=False))["env"]

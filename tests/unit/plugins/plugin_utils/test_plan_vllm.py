@@ -62,8 +62,7 @@ def test_speculative_config_from_settings_draft_model_revision_length_tp_memory_
     assert built["errors"] == []
     argv = built["plan"]["argv"]
     assert spec_json(argv) == {"method": "draft_model", "model": DRAFT, "revision": "b" * 40,
-                               "num_speculative_tokens": 4, "draft_tensor_parallel_size": 1,
-                               "moe_backend": "triton"}
+                               "num_speculative_tokens": 4, "draft_tensor_parallel_size": 1}
     assert (flag(argv, "--max-model-len"), flag(argv, "--gpu-memory-utilization")) == ("4096", "0.55")
     assert flag(argv, "--revision") == "a" * 40
     assert [(m["role"], m["repo"], m["local_dir"]) for m in built["plan"]["models"]] == [
@@ -92,9 +91,28 @@ def test_user_speculative_config_deep_merged_under_plan_keys():
     built = plan(draft_target(specdec_server_method="ngram", specdec_server_speculative_config={
         "prompt_lookup_max": 4, "prompt_lookup_min": 2, "nested": {"a": 1}}))
     assert built["errors"] == []
-    # The preset's extra key (moe_backend) stays beside the user's.
-    assert spec_json(built["plan"]["argv"]) == {"method": "ngram", "num_speculative_tokens": 4, "moe_backend": "triton",
+    assert spec_json(built["plan"]["argv"]) == {"method": "ngram", "num_speculative_tokens": 4,
                                                 "prompt_lookup_max": 4, "prompt_lookup_min": 2, "nested": {"a": 1}}
+
+
+def test_presets_extra_key_stays_beside_the_users_with_the_presets_target():
+    built = plan({"specdec_server_method": "ngram", "specdec_server_speculative_config": {"prompt_lookup_max": 4}})
+    assert built["errors"] == []
+    assert spec_json(built["plan"]["argv"]) == {"method": "ngram", "num_speculative_tokens": 3, "moe_backend": "triton",
+                                                "prompt_lookup_max": 4}
+
+
+def test_another_target_gets_none_of_the_presets_model_recipe():
+    # The auto preset's flags (--reasoning-parser qwen3, --kv-cache-dtype fp8, ...) and speculative_config keys are
+    # its runbook's recipe for nvidia/Qwen3.6-35B-A3B-NVFP4; another target starts from vllm serve's defaults.
+    preset = plan()["plan"]["argv"]
+    assert "--reasoning-parser" in preset and "--kv-cache-dtype" in preset
+    built = plan(draft_target(specdec_server_extra_args=["--dtype", "bfloat16"]))
+    assert built["errors"] == []
+    argv = built["plan"]["argv"]
+    tail = argv[argv.index("--speculative-config") + 2:]
+    assert tail == ["--dtype", "bfloat16"]
+    assert "moe_backend" not in spec_json(argv)
 
 
 def test_user_speculative_config_replaces_a_presets_key():
