@@ -499,7 +499,7 @@ def test_nccl_probe_reads_the_maps_of_the_servers_process_group(tmp_path):
                              start_new_session=True)
     outside = subprocess.Popen([sys.executable, "-c", holder, str(other), str(ready2)], start_new_session=True)
     try:
-        for _ in range(100):
+        for _attempt in range(100):
             if ready1.exists() and ready2.exists():
                 break
             time.sleep(0.05)
@@ -510,7 +510,7 @@ def test_nccl_probe_reads_the_maps_of_the_servers_process_group(tmp_path):
         assert _server.nccl_library(out, ["a", "b"])["source"] == "pip"
         # No pid file: nothing, rc 0.
         assert subprocess.run(["sh", "-c", _server.NCCL_PROBE, str(tmp_path / "none.pid")], capture_output=True,
-                              text=True).stdout == ""
+                              text=True, check=True).stdout == ""
     finally:
         for proc in (group, outside):
             os.killpg(proc.pid, 9)
