@@ -66,6 +66,12 @@ class ContainerError(ValueError):
     """A one-line refusal (setting, problem, fix)."""
 
 
+def uses_sshd(settings):
+    """Whether the engine container runs sshd: a multi-node container of engine trtllm (mpirun reaches the worker
+    over it). Engine vllm across Sparks starts vllm serve on each node itself (no sshd, no mpirun)."""
+    return _bool(settings.get("multinode")) and (settings.get("engine") or "trtllm") == "trtllm"
+
+
 def container_spec(settings):
     """The community.docker.docker_container parameters of the engine container.
 
@@ -91,17 +97,15 @@ def container_spec(settings):
             "trtllm_container_fabric_interfaces (got %s): run it after netplan_qsfp, as playbooks/two_sparks.yml "
             "does, or set trtllm_container_multinode: false." % (hosts, interfaces))
     llama = (s.get("engine") or "trtllm") == "llamacpp"
-    if multinode and s.get("engine") == "vllm":
-        raise ContainerError(
-            "specdec_engine: vllm across Sparks is planned (argv, specdec_plan) but its containers are not wired "
-            "yet (no headless worker start); serve vLLM on one Spark with playbooks/single_spark.yml, or use "
-            "specdec_engine: trtllm for two Sparks.")
     if multinode and llama:
         raise ContainerError(
             "specdec_engine: llamacpp serves on one Spark (no sshd, no MPI); use playbooks/single_spark.yml "
             "(trtllm_container_multinode: false), or specdec_engine: trtllm.")
+    # Engine vllm across Sparks: each node runs its own vllm serve (the head) or vllm serve --headless (a worker);
+    # torch.distributed rendezvous at --master-addr, no sshd, no mpirun: the fabric environment only.
+    sshd = uses_sshd(s)
     listen = [str(a) for a in _list(s.get("sshd_listen_addresses"))]
-    if multinode and not listen:
+    if sshd and not listen:
         raise ContainerError(
             "A multi-node container needs trtllm_container_sshd_listen_addresses (this node's fabric IPs, "
             "netplan_qsfp_fabric.ips; its sshd listens there only): run it after netplan_qsfp, as "
@@ -120,6 +124,10 @@ def container_spec(settings):
             accept_four_node_ring=_bool(s.get("accept_four_node_ring")), state_dir=state_dir,
             engine=s.get("engine") or "trtllm")
         env.update(fabric["env"])
+    if multinode and not sshd and listen:
+        # vLLM's own name for this node's address on the fabric (its multi-node docs): the first fabric address.
+        env["VLLM_HOST_IP"] = listen[0]
+    if sshd:
         env.update({
             "SSH_PORT": str(s["ssh_port"]),
             LISTEN_ENV: " ".join(listen),
@@ -189,7 +197,7 @@ def container_mounts(settings):
          "what": "the state directory (specdec_state_dir)",
          "fix": "the trtllm_container role creates it before the container; set specdec_state_dir to a directory"},
     ]
-    if _bool(s.get("multinode")):
+    if uses_sshd(s):
         key_dir = str(s["host_key_dir"]).rstrip("/")
         mounts += [
             {"source": "%s/%s" % (key_dir, CONTAINER_HOST_KEY),
@@ -552,6 +560,9 @@ def sshd_image_plan(settings, base_info, named_info, probes=None):
             "dockerfile": "", "reason": ""}
     if not _bool(s.get("multinode")):
         plan["reason"] = "single node: no sshd needed"
+        return plan
+    if not uses_sshd(s):
+        plan["reason"] = "engine vllm: vllm serve on each node (--headless workers), no sshd needed"
         return plan
     named = str(s.get("sshd_image") or "")
     derived = named or sshd_image_name(base)

@@ -325,8 +325,57 @@ def wait_healthy(server, url, timeout, interval, get=http_get, clock=time.monoto
     return "timeout", detail, looks + 1
 
 
+# The libnccl files mapped by the processes of the server's process group (server.sh starts it with setsid: its pid is
+# the group's id), from /proc/<pid>/maps in the container; $0 is server.pid. No pgrep (not every image has procps).
+NCCL_PROBE = r"""pg=$(cat "$0" 2>/dev/null) || exit 0
+for d in /proc/[0-9]*; do
+  s=$(cat "$d/stat" 2>/dev/null) || continue
+  s=${s##*) }
+  set -- $s
+  [ "${3:-}" = "$pg" ] && cat "$d/maps" 2>/dev/null
+done | awk '/libnccl/ {print $6}' | sort -u
+"""
+
+# vLLM across Sparks with pip's NCCL (the nvidia-nccl-cu* wheel vLLM's torch pulls in) has hung on Spark pairs;
+# users load the system libnccl2 instead (vllm-project/vllm#41725, #42354).
+NCCL_HANG = ("vLLM across Sparks loads pip's NCCL (%s): known to hang on Spark pairs (vllm-project/vllm#41725, "
+             "#42354); if the first requests hang, use an image whose vLLM loads the system libnccl2.")
+
+
+def nccl_library(stdout, members):
+    """Which NCCL the server's processes loaded: {'source': pip|system|other|none, 'paths': [...], 'warning': text or
+    ''} from NCCL_PROBE's output. pip: a path under site-packages/ or dist-packages/nvidia/nccl/; system: under
+    /usr/lib, /lib or /usr/local; none: no libnccl mapped (a CPU build). The warning: pip's NCCL across Sparks."""
+    paths = sorted(set(line.strip() for line in (stdout or "").splitlines() if "libnccl" in line))
+    pip = [p for p in paths if "-packages/nvidia/nccl/" in p]
+    if pip:
+        source = "pip"
+    elif any(p.startswith(("/usr/lib", "/lib", "/usr/local")) for p in paths):
+        source = "system"
+    else:
+        source = "other" if paths else "none"
+    warning = NCCL_HANG % pip[0] if pip and len(members or []) > 1 else ""
+    return {"source": source, "paths": paths, "warning": warning}
+
+
+def wait_worker(server, interval, sleep=time.sleep):
+    """A vLLM headless worker (no HTTP): its process must still run one ``interval`` after its start (it then waits at
+    its head's rendezvous; the head's /health answers only once every rank joined). Returns (outcome, detail, looks):
+    ``running``, ``exited`` or ``error``."""
+    sleep(interval)
+    rc, out, err = server.call("status")
+    if rc == 0:
+        return "running", "", 1
+    if rc == 3:
+        return "exited", "the headless worker exited", 1
+    return "error", " ".join((err or out or "rc %d" % rc).split()), 1
+
+
 def wait_message(outcome, detail, timeout, container):
     """The role's failure messages of the health wait (one line each)."""
+    if outcome == "exited" and detail == "the headless worker exited":
+        return ("The headless vLLM worker exited right after its start (it rejected its settings or crashed; see "
+                "server.log on this node).")
     if outcome == "exited":
         return "The server process exited before /health answered (it rejected its settings or crashed; see the log)."
     if outcome == "timeout":

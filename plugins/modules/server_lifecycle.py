@@ -69,6 +69,10 @@ options:
   launch:
     description:
       - The launch spec (the plan's C(launch)) with C(argv), C(env) and C(members); required with O(state=started).
+      - "Engine vllm across Sparks, on a worker: the plan's C(worker_launch[<host>]) (it has C(rendezvous), the head's
+        C(tcp://MASTER_ADDR:MASTER_PORT)): C(server.sh) starts C(vllm serve ... --headless); after a start the module
+        checks that the process still runs one O(health_interval) later (a headless worker serves no C(/health): the
+        head's C(/health) answers once every rank joined), and O(action=none) checks that it runs (C(server.sh status))."
     type: dict
   local_url:
     description: Where the node reaches the server (the plan's C(local_url), C(http://ADDRESS:PORT)); required with
@@ -190,7 +194,9 @@ pid:
   returned: when known
   type: int
 health:
-  description: C(healthy), C(exited), C(timeout), C(error), or C(unchecked) (check mode, a start not made).
+  description: C(healthy), C(exited), C(timeout), C(error), or C(unchecked) (check mode, a start not made); a vLLM
+    headless worker (O(launch) with C(rendezvous)) C(running) (its process runs one O(health_interval) after its start,
+    or with O(action=none)), C(stopped) or C(exited).
   returned: with O(state=started)
   type: str
 started:
@@ -222,6 +228,17 @@ ready_seconds:
     C(running.ready_seconds); the benchmark's time estimate reads them).
   returned: after a start that became healthy
   type: float
+  version_added: 0.3.0
+nccl_library:
+  description:
+    - Engine vllm, after a start that became healthy (every rank joined) - which NCCL the server's processes mapped
+      (C(/proc/<pid>/maps) of its process group in the container) - C(source) C(pip) (a C(nvidia/nccl) wheel under
+      site-packages or dist-packages), C(system) (under C(/usr/lib), C(/lib) or C(/usr/local)), C(other), or C(none) (no
+      libnccl mapped, as in a CPU build); C(paths); C(warning), non-empty for pip's NCCL across Sparks (the known hang,
+      vllm-project/vllm 41725 and 42354; also given as a module warning). The role records it in the state file as
+      C(running.nccl_library).
+  returned: engine vllm, after a start that became healthy
+  type: dict
   version_added: 0.3.0
 """
 
@@ -357,12 +374,18 @@ class Lifecycle(object):
             kwargs = {"get": self.http_get}
             if self.sleep is not None:
                 kwargs["sleep"] = self.sleep
-            outcome, detail, looks = _server.wait_healthy(self.server, p["local_url"], p["health_timeout"],
-                                                          p["health_interval"], **kwargs)
-            self.result.update(health=outcome, looks=looks, running=outcome in ("healthy", "timeout"))
+            if self._worker():
+                outcome, detail, looks = _server.wait_worker(self.server, p["health_interval"],
+                                                             **({"sleep": self.sleep} if self.sleep else {}))
+            else:
+                outcome, detail, looks = _server.wait_healthy(self.server, p["local_url"], p["health_timeout"],
+                                                              p["health_interval"], **kwargs)
+            self.result.update(health=outcome, looks=looks, running=outcome in ("healthy", "timeout", "running"))
             if outcome == "healthy":
                 self.result["ready_seconds"] = round(time.monotonic() - begun, 1)
-            if outcome != "healthy":
+                if (p["launch"].get("engine") or "trtllm") == "vllm":
+                    self._nccl_library()
+            if outcome not in ("healthy", "running"):
                 self.fail(_server.wait_message(outcome, detail, p["health_timeout"], p["container"]), detail=detail)
         if key_gone:
             os.remove(self.path(_server.API_KEY_NAME))
@@ -370,7 +393,33 @@ class Lifecycle(object):
         self._autostart(text, env, write=True, started=action != "none")
         return self.result
 
+    def _nccl_library(self):
+        """Engine vllm, once every rank joined: which NCCL the server's processes loaded (pip's or the system's), for
+        the state file; a warning for pip's across Sparks (the known hang)."""
+        rc, out, err = self.server.run(self.server.exec_(
+            ["sh", "-c", _server.NCCL_PROBE, os.path.join(self.p["state_dir"], "server.pid")]))
+        found = _server.nccl_library(out if rc == 0 else "", self.p["launch"].get("members"))
+        if rc != 0:
+            found["error"] = " ".join((err or out or "rc %d" % rc).split())
+        self.result["nccl_library"] = found
+        if found["warning"]:
+            self.m.warn(found["warning"])
+
+    def _worker(self):
+        """A vLLM headless worker's launch (the plan's worker_launch: it has a rendezvous): no HTTP of its own."""
+        return bool((self.p["launch"] or {}).get("rendezvous"))
+
     def _check_running(self):
+        if self._worker():
+            rc, out, err = self.server.call("status")
+            self.result["health"] = "running" if rc == 0 else "stopped"
+            self.result["running"] = rc == 0
+            if rc != 0:
+                self.fail("The headless vLLM worker does not run in %s (server.sh status: %s; see %s/server.log): its "
+                          "head cannot serve without it; stop the head's server (server.sh stop in the head's "
+                          "container) and re-run, which starts every worker and then the head." % (
+                              self.p["container"], " ".join((out or err or "rc %d" % rc).split()), self.p["state_dir"]))
+            return
         status, reason = self.http_get(self.p["local_url"].rstrip("/") + "/health", 30)
         self.result["health"] = "healthy" if status == 200 else "unhealthy"
         self.result["running"] = status == 200

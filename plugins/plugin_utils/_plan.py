@@ -705,10 +705,6 @@ def _check_vllm(dep, r, errors):
     if not isinstance(user, dict):
         errors.append("specdec_server_speculative_config: must be a mapping of --speculative-config keys, e.g. "
                       "{prompt_lookup_max: 4}.")
-    if len(members) > 1:
-        errors.append("specdec_engine: vllm across Sparks is planned (vllm serve argv for the head and each "
-                      "--headless worker) but not deployed yet (no supervised worker start); serve vLLM on one Spark "
-                      "with playbooks/single_spark.yml, or use specdec_engine: trtllm for two Sparks.")
     port, master = r.get("port"), s.get("specdec_server_master_port") or 29501
     if len(members) > 1 and _is_int(port, 1) and _is_int(master, 1) and int(str(port)) == int(str(master)):
         errors.append("specdec_server_master_port: %s is also specdec_server_port; give vLLM's torch.distributed "
@@ -850,6 +846,23 @@ def _argv_vllm(dep, r, target_revision, spec, errors):
     # Members are head first (deployment_from_inventory): rank i is the i-th member.
     workers = {host: base + rank_flags(rank) + ["--headless"] + tail for rank, host in enumerate(members) if rank}
     return base + rank_flags(0) + tail, workers
+
+
+def worker_launches(launch):
+    """Engine vllm across Sparks: {worker host: the launch spec its own server.sh starts} ({} otherwise).
+
+    Each is the head's launch spec with the worker's ``vllm serve ... --headless`` argv, its ``node_rank`` and
+    ``rendezvous`` (``tcp://MASTER_ADDR:MASTER_PORT``, the head's torch.distributed store: the worker's supervisor
+    probes it), without the API key (a headless worker serves no HTTP)."""
+    out = {}
+    members = launch.get("members") or []
+    for host, argv in sorted((launch.get("worker_argv") or {}).items()):
+        spec = dict((k, v) for k, v in launch.items() if k not in ("worker_argv", "secret_env", "api_key"))
+        addr, port = argv[argv.index("--master-addr") + 1], argv[argv.index("--master-port") + 1]
+        spec.update(argv=list(argv), node_rank=members.index(host) if host in members else None,
+                    rendezvous="tcp://%s:%s" % ("[%s]" % addr if ":" in addr else addr, port))
+        out[host] = spec
+    return out
 
 
 def _check_fields(dep, r, errors):
@@ -1446,6 +1459,9 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
                 launch["worker_argv"] = worker_argv
         plan["launch"] = launch
         plan["fingerprint"] = fingerprint(launch)
+        if vllm:
+            # Not part of the fingerprint (worker_argv is): what each headless worker's server.sh starts.
+            plan["worker_launch"] = worker_launches(launch)
     return {"errors": sorted(set(errors), key=errors.index), "plan": plan}
 
 
@@ -1490,6 +1506,9 @@ def new_state(plan, previous_state, now):
                "endpoint": plan["endpoint"], "local_url": plan.get("local_url"),
                "target_model": plan["target_model"], "method": plan["method"],
                "max_draft_len": plan["max_draft_len"], "started_at": now}
+    if plan.get("worker_launch"):
+        # Engine vllm across Sparks: what each headless worker's server.sh starts (the rollback starts them again).
+        running["worker_launch"] = plan["worker_launch"]
     same = before is not None and before.get("fingerprint") == plan["fingerprint"]
     out = {
         "schema_version": SCHEMA_VERSION,

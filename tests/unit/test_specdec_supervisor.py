@@ -690,3 +690,46 @@ def test_completion_ok(closed_port):
         assert sup.completion_ok(base + "/health", "m", "", 2.0) is False
     assert seen[0] == ("/v1/completions", {"model": "m", "prompt": "ping", "max_tokens": 1}, "Bearer k")
     assert sup.completion_ok("http://127.0.0.1:%d/health" % closed_port, "m", "", 1.0) is False
+
+
+# ------------------------------------------------------------------------------------------- vLLM headless worker
+def test_health_ok_tcp_is_the_heads_rendezvous(closed_port):
+    # A vLLM headless worker's record names its head's torch.distributed rendezvous (tcp://MASTER_ADDR:MASTER_PORT):
+    # it answers while the head's rank 0 listens there (vLLM 0.32.0 CPU, --nnodes 2: tests/unit/fixtures/
+    # vllm_nnodes2_cpu/README.txt, run3).
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    try:
+        assert sup.health_ok("tcp://127.0.0.1:%d" % listener.getsockname()[1], 1.0) is True
+    finally:
+        listener.close()
+    assert sup.health_ok("tcp://127.0.0.1:%d" % closed_port, 1.0) is False
+    assert sup.health_ok("tcp://127.0.0.1:notaport", 1.0) is False
+    assert sup.hang_settings(record(health_url="tcp://192.168.100.10:29501", hang_timeout=600)) == (
+        "tcp://192.168.100.10:29501", 600.0)
+    assert sup.recovery_settings(record(health_url="tcp://192.168.100.10:29501"))["health_url"] == \
+        "tcp://192.168.100.10:29501"
+
+
+def test_look_recycles_a_worker_whose_head_went_and_sends_it_no_completion(node):
+    # A worker joined its head (the rendezvous answered); the head went (refused since): recycled after hang_timeout,
+    # record kept, started again (it waits for the next head at the rendezvous). No completion probe: it serves none.
+    rec = _arm_watchdog(node)
+    rec = _set_record(node, health_url="tcp://192.168.100.10:29501", model="m")
+    answers = iter([True, False, False, False])
+
+    def probe(url, timeout):
+        assert url == "tcp://192.168.100.10:29501"
+        return next(answers)
+
+    def complete(url, model, key, timeout):
+        pytest.fail("a completion sent to a headless worker's %s" % url)
+    st = sup.new_status()
+    for now in (100.0, 105.0, 110.0):
+        decision, st = sup.look(str(node), st, now, POLICY, probe=probe, complete=complete)
+        assert decision["action"] == "running"
+    decision, st = sup.look(str(node), st, 120.0, POLICY, probe=probe, complete=complete)
+    assert decision["action"] == "recycle" and json.loads((node / "autostart.json").read_text()) == rec
+    decision, st = sup.look(str(node), st, 125.0, POLICY, probe=probe, complete=complete)
+    assert decision["action"] == "start"

@@ -34,6 +34,9 @@
 # answer 200 means the server works (only /health stalls) and restarts the hang clock. It sends none while a benchmark
 # runs (<state_dir>/benchmark-running.json, written by the specdec_benchmark role, honoured until its mtime + its
 # ttl_seconds): those tokens would count in the server's counters the status, the benchmark and the tuner read.
+# A vLLM headless worker (engine vllm across Sparks) has its own record on its node; its health_url is its head's
+# rendezvous, tcp://MASTER_ADDR:MASTER_PORT (open while the head's rank 0 lives): a worker whose head went is recycled
+# after hang_timeout and started again for the next head (no completion probe: a worker serves no HTTP).
 # A record without these fields (written by an earlier role version) is served with the defaults in RECORD_DEFAULTS,
 # without the hang watchdog; its /health is the state file's running local_url (else 127.0.0.1 and the launch port).
 # Its own status (JSON) is in /run/sparkops-specdec/supervisor.json in the container;
@@ -58,6 +61,9 @@ SCHEMA_VERSION = 1
 RECORD_NAME = "autostart.json"
 SCRIPT_NAME = "server.sh"
 RUN_DIR = "/run/sparkops-specdec"
+# What a record's health_url may be: the server's /health (http, https), or a vLLM headless worker's head rendezvous
+# (tcp://MASTER_ADDR:MASTER_PORT; the worker serves no HTTP).
+PROBE_SCHEMES = ("http://", "https://", "tcp://")
 LOCK_NAME = "server.lock"
 STATUS_NAME = "supervisor.json"
 # server.sh skips its own locking when its caller holds the lock (this supervisor does).
@@ -159,7 +165,7 @@ def recovery_settings(record, state=None):
         "api_key_file": rec.get("api_key_file") if isinstance(rec.get("api_key_file"), str) else "",
     }
     url = rec.get("health_url")
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+    if not isinstance(url, str) or not url.startswith(PROBE_SCHEMES):
         running = (state or {}).get("running") if isinstance(state, dict) else None
         running = running if isinstance(running, dict) else {}
         local = running.get("local_url")
@@ -320,7 +326,7 @@ def hang_settings(record):
     if not isinstance(record, dict):
         return None, 0
     url, timeout = record.get("health_url"), record.get("hang_timeout")
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+    if not isinstance(url, str) or not url.startswith(PROBE_SCHEMES):
         return None, 0
     if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0:
         return None, 0
@@ -432,7 +438,16 @@ def ssh_answers(host, port, timeout):
 
 
 def health_ok(url, timeout):
-    """Whether url answers HTTP 200 within timeout s (no proxy: the server is on this node)."""
+    """Whether url answers HTTP 200 within timeout s (no proxy: the server is on this node). A ``tcp://HOST:PORT`` url
+    (a vLLM headless worker's record: its head's torch.distributed rendezvous, --master-addr:--master-port) answers
+    when a TCP connection to it opens."""
+    if url.startswith("tcp://"):
+        host, _sep, port = url[len("tcp://"):].rstrip("/").rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+                return True
+        except (OSError, ValueError):
+            return False
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(url, timeout=timeout) as answer:
@@ -577,7 +592,8 @@ def look(state_dir, status, now, policy, run=subprocess.run, probe=health_ok, co
         pid = server_pid(state_dir)
         wd = status.get("watch") or new_watch()
         completion = None
-        if hang_timeout and not healthy and wd.get("pid") == pid and \
+        # A headless worker's probe is its head's rendezvous (tcp://): it serves no completion.
+        if hang_timeout and not healthy and wd.get("pid") == pid and not url.startswith("tcp://") and \
                 completion_due(wd, now, cfg["completion_probe_interval"], benchmark_now(state_dir, now)):
             key_text = read_text(cfg["api_key_file"]) if cfg["api_key_file"] else ""
             completion = complete(url, cfg["model"], (key_text or "").strip(), 2 * policy["health_timeout"])

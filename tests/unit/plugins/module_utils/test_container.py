@@ -385,6 +385,27 @@ def test_build_failure_is_one_line_with_its_cause_and_the_way_out(message, cause
     assert len(msg) < 500
 
 
+def test_vllm_across_sparks_is_the_fabric_env_without_sshd():
+    # Engine vllm across Sparks (issue 23 item 2): vllm serve on each node, torch.distributed rendezvous, no mpirun:
+    # the NCCL/Gloo environment of _layout.fabric_env(engine='vllm') and VLLM_HOST_IP (this node's first fabric
+    # address), no SSH_PORT/SSHD_LISTEN_ADDRESSES, no sshd key or mesh mounts, the image's ENTRYPOINT replaced.
+    spec = c.container_spec(settings(engine="vllm", image="vllm/vllm-openai:v0.28.0"))
+    assert spec["env"] == {
+        "CPATH": "/usr/local/cuda/include", "TRITON_PTXAS_PATH": "/usr/local/cuda/bin/ptxas",
+        "NCCL_SOCKET_IFNAME": "enp1s0f1np1,enP2p1s0f1np1", "GLOO_SOCKET_IFNAME": "enp1s0f1np1,enP2p1s0f1np1",
+        "VLLM_HOST_IP": "192.168.100.10", "VLLM_CACHE_ROOT": "/var/lib/sparkops/specdec/vllm-cache"}
+    assert spec["volumes"] == ["/home/spark/.cache/huggingface:/root/.cache/huggingface",
+                               "/var/lib/sparkops/specdec:/var/lib/sparkops/specdec"]
+    assert spec["entrypoint"] == ["bash"] and spec["command"] == ["/var/lib/sparkops/specdec/entrypoint.sh"]
+    assert c.uses_sshd(settings()) and not c.uses_sshd(settings(engine="vllm"))
+    # No sshd image either.
+    plan = c.sshd_image_plan(sshd(engine="vllm"), BASE_INFO, None)
+    assert (plan["image"], plan["build"], plan["probe"]) == (BASE, False, "") and "no sshd" in plan["reason"]
+    # Without the fabric inputs: refused as for trtllm.
+    with pytest.raises(c.ContainerError, match="trtllm_container_fabric_interfaces"):
+        c.container_spec(settings(engine="vllm", fabric_interfaces=[]))
+
+
 def test_vllm_cache_root_on_the_node_in_the_state_dir():
     spec = c.container_spec(settings(engine="vllm", multinode=False, image="vllm/vllm-openai:v0.28.0"))
     assert spec["env"]["VLLM_CACHE_ROOT"] == "/var/lib/sparkops/specdec/vllm-cache"

@@ -42,6 +42,9 @@ class FakeModule(object):
     def fail_json(self, **kwargs):
         raise Failed(kwargs)
 
+    def warn(self, text):
+        self.warnings = getattr(self, "warnings", []) + [text]
+
     def atomic_move(self, src, dst):
         os.rename(src, dst)
 
@@ -66,6 +69,9 @@ class FakeDocker(object):
         while rest[0] == "-e":
             rest = rest[2:]
         rest = rest[1:]  # the container
+        if rest[0] == "sh" and rest[2] == _server.NCCL_PROBE:
+            self.nccl_probes = getattr(self, "nccl_probes", []) + [rest[3]]
+            return 0, getattr(self, "nccl_maps", ""), ""
         if rest[0] == "sh":
             state_file = rest[3]
             text = pathlib.Path(state_file).read_text() if os.path.exists(state_file) else "null\n"
@@ -407,3 +413,105 @@ def test_status_reads_a_state_file_with_or_without_a_final_newline(tmp_path, end
 
     got, running, rc, _err = _server.Server(run, "c", str(tmp_path), docker=str(docker)).status(str(state_file))
     assert (got, running, rc) == (state, True, 0)
+
+
+# ------------------------------------------------------------------------------------------- vLLM headless worker
+def worker_launch():
+    return {"argv": ["vllm", "serve", "m", "--nnodes", "2", "--node-rank", "1", "--master-addr", "192.168.100.10",
+                     "--master-port", "29501", "--headless"], "env": {"HF_HUB_OFFLINE": "1"},
+            "members": ["spark-1", "spark-2"], "port": 8000, "engine": "vllm", "node_rank": 1,
+            "rendezvous": "tcp://192.168.100.10:29501"}
+
+
+def test_worker_start_checks_its_process_not_http_and_arms_with_the_rendezvous(node, health):
+    # A headless worker serves no /health (health.ok stays False): started, running one interval later, armed.
+    tmp, docker = node
+    rec = dict(RECORD, health_url="tcp://192.168.100.10:29501")
+    docker.start_behaviour = ["hang"]
+    res = run(node, health, action="restart", launch=worker_launch(), autostart=True, autostart_record=rec)
+    assert res["started"] and res["health"] == "running" and res["running"] and res["autostart"] == "armed"
+    script = (tmp / "server.sh").read_text()
+    assert "nohup setsid vllm serve m --nnodes 2 --node-rank 1" in script and "--headless" in script
+    assert json.loads((tmp / "autostart.json").read_text())["health_url"] == "tcp://192.168.100.10:29501"
+    # action none: checks that it runs (server.sh status), no HTTP.
+    res = run(node, health, action="none", launch=worker_launch(), autostart=True, autostart_record=rec)
+    assert res["health"] == "running" and res["changed"] is False
+
+
+def test_worker_that_exits_or_is_gone_fails_in_one_line(node, health):
+    tmp, docker = node
+    docker.start_behaviour = ["exit"]
+    with pytest.raises(Failed) as err:
+        run(node, health, action="start", launch=worker_launch())
+    assert err.value.result["msg"].startswith("The headless vLLM worker exited right after its start")
+    with pytest.raises(Failed) as err:
+        run(node, health, action="none", launch=worker_launch())
+    assert err.value.result["msg"].startswith("The headless vLLM worker does not run in trtllm-multinode")
+
+
+PIP_NCCL = "/usr/local/lib/python3.12/dist-packages/nvidia/nccl/lib/libnccl.so.2"
+
+
+@pytest.mark.parametrize("maps, members, source, warned", [
+    (PIP_NCCL + "\n", ["spark-1", "spark-2"], "pip", True),
+    (PIP_NCCL + "\n", ["spark-1"], "pip", False),
+    ("/usr/lib/aarch64-linux-gnu/libnccl.so.2.28.3\n", ["spark-1", "spark-2"], "system", False),
+    ("", ["spark-1", "spark-2"], "none", False)])
+def test_vllm_head_records_which_nccl_its_processes_loaded(node, health, maps, members, source, warned):
+    tmp, docker = node
+    docker.nccl_maps = maps
+    spec = dict(launch(members=members), engine="vllm")
+    module = FakeModule(dict(state_dir=str(tmp), state_file=str(tmp / "deployments" / "spark-1.json"),
+                             local_url=health.url, action="start", launch=spec))
+    res = mod.Lifecycle(module, docker, sleep=lambda s: None).started()
+    assert res["health"] == "healthy" and res["nccl_library"]["source"] == source
+    assert docker.nccl_probes == [str(tmp / "server.pid")]
+    assert bool(getattr(module, "warnings", [])) is warned
+    if warned:
+        assert "vllm-project/vllm#41725, #42354" in module.warnings[0] and PIP_NCCL in module.warnings[0]
+
+
+def test_trtllm_start_has_no_nccl_probe(node, health):
+    tmp, docker = node
+    res = run(node, health, action="start", launch=launch())
+    assert "nccl_library" not in res and not hasattr(docker, "nccl_probes")
+
+
+def test_nccl_probe_reads_the_maps_of_the_servers_process_group(tmp_path):
+    # NCCL_PROBE in a real shell against a real process group: a grandchild (same group as the setsid leader) maps a file
+    # named libnccl.so.2 (mmap puts its path in /proc/<pid>/maps); a process outside the group maps another.
+    import subprocess
+    import sys
+    import time
+    lib = tmp_path / "site-packages" / "nvidia" / "nccl" / "lib"
+    lib.mkdir(parents=True)
+    (lib / "libnccl.so.2").write_bytes(b"x" * 4096)
+    other = tmp_path / "libnccl-other.so"
+    other.write_bytes(b"y" * 4096)
+    holder = ("import mmap,sys,time; f=open(sys.argv[1],'rb'); m=mmap.mmap(f.fileno(),0,access=mmap.ACCESS_READ); "
+              "open(sys.argv[2],'w').write('x'); time.sleep(60)")
+    child = ("import subprocess,sys; subprocess.run([sys.executable,'-c',sys.argv[1],sys.argv[2],sys.argv[3]])")
+    ready1, ready2 = tmp_path / "r1", tmp_path / "r2"
+    # Leader -> child -> holder: the holder's parent is not the leader (the group, not the parent, counts).
+    mid = ("import subprocess,sys; subprocess.run([sys.executable,'-c',sys.argv[1],sys.argv[2],sys.argv[3],"
+           "sys.argv[4]])")
+    group = subprocess.Popen([sys.executable, "-c", mid, child, holder, str(lib / "libnccl.so.2"), str(ready1)],
+                             start_new_session=True)
+    outside = subprocess.Popen([sys.executable, "-c", holder, str(other), str(ready2)], start_new_session=True)
+    try:
+        for _attempt in range(100):
+            if ready1.exists() and ready2.exists():
+                break
+            time.sleep(0.05)
+        (tmp_path / "server.pid").write_text("%d\n" % group.pid)
+        out = subprocess.run(["sh", "-c", _server.NCCL_PROBE, str(tmp_path / "server.pid")], capture_output=True,
+                             text=True, check=True).stdout
+        assert out.splitlines() == [str(lib / "libnccl.so.2")]
+        assert _server.nccl_library(out, ["a", "b"])["source"] == "pip"
+        # No pid file: nothing, rc 0.
+        assert subprocess.run(["sh", "-c", _server.NCCL_PROBE, str(tmp_path / "none.pid")], capture_output=True,
+                              text=True, check=True).stdout == ""
+    finally:
+        for proc in (group, outside):
+            os.killpg(proc.pid, 9)
+            proc.wait()

@@ -215,8 +215,28 @@ def test_two_sparks_head_and_headless_worker_argv():
     assert spec_json(head) == {"method": "dflash", "model": "z-lab/Qwen3.8-27B-DFlash2", "revision": "e" * 40,
                                "num_speculative_tokens": 8, "draft_tensor_parallel_size": 2}
     assert p["launch"]["worker_argv"] == p["worker_argv"]
-    # Planned, not deployed yet: refused before any change, in one line.
-    assert [e for e in built["errors"] if "not deployed yet" in e] == [built["errors"][0]]
+    # Deployed (issue 23 item 2): no refusal; tp_size x pp_size = 2 nodes x 1 GPU.
+    assert built["errors"] == []
+
+
+def test_two_sparks_worker_launch_is_its_own_server_sh():
+    p = plan({"specdec_api_key": KEY}, members=("spark-1", "spark-2"))["plan"]
+    wl = p["worker_launch"]
+    assert list(wl) == ["spark-2"]
+    w = wl["spark-2"]
+    assert w["argv"] == p["worker_argv"]["spark-2"] and w["node_rank"] == 1
+    assert w["rendezvous"] == "tcp://192.168.100.10:29501"
+    # The head's env (HF_HUB_OFFLINE ...), no key: a headless worker serves no HTTP.
+    assert w["env"] == p["launch"]["env"] and "secret_env" not in w and "api_key" not in w
+    assert w["members"] == ["spark-1", "spark-2"] and w["engine"] == "vllm"
+    # worker_launch is not in the fingerprint; the workers' argv is (launch.worker_argv).
+    assert "worker_launch" not in p["launch"]
+    script = _server.render_script(w, "/var/lib/sparkops/specdec", "trtllm-multinode",
+                                   "/var/lib/sparkops/specdec/deployments/spark-1.json")
+    assert "nohup setsid vllm serve " in script and " --headless " in script and "mpirun" not in script.split(
+        "forward=(")[1].split("echo $!")[0] and KEY not in script and "VLLM_API_KEY" not in script
+    # One Spark: no worker.
+    assert plan()["plan"]["worker_launch"] == {}
 
 
 def test_master_addr_follows_the_fabric_settings():
