@@ -791,7 +791,7 @@ def management_bootstrap(settings):
     return settings.get("specdec_nccl_bootstrap") == "management_interface"
 
 
-def _bootstrap_env(dep, layout, errors):
+def _bootstrap_env(dep, layout):
     """The launch spec's bootstrap variables (module_utils/_layout.launch_env): {} for fabric_interfaces."""
     s = dep["settings"]
     if not management_bootstrap(s):
@@ -1390,7 +1390,7 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
     # The bootstrap interfaces (specdec_nccl_bootstrap) across Sparks, from module_utils/_layout.fabric_env as the
     # engine container's: none with the default fabric_interfaces (the container holds them; a pair's launch spec and
     # fingerprint stay what they were), the management interface's variables with management_interface.
-    boot = _bootstrap_env(dep, layout, errors) if len(dep["members"]) > 1 and not llama else {}
+    boot = _bootstrap_env(dep, layout) if len(dep["members"]) > 1 and not llama else {}
     for key in sorted(set(boot) & set(env)):
         errors.append("specdec_server_env: %s is set by specdec_nccl_bootstrap: management_interface (%s, from "
                       "specdec_nccl_management_interface); remove it from specdec_server_env." % (key, boot[key]))
