@@ -60,7 +60,7 @@ options:
       - V(auto) selects the port whose two logical netdevs are both Up; if both ports are Up, port V(1).
       - V(0) or V(1) forces that physical port; the module fails if its two logical netdevs are not both Up.
       - V(none) selects no port (only RV(interfaces) and, with O(management_interface), RV(management) are
-        returned): the check of the management interface before any change (playbooks/two_sparks.yml).
+        returned), for the check of the management interface before any change (playbooks/two_sparks.yml).
       - An integer V(0) or V(1) in YAML is accepted and converted to the string.
     type: str
     choices: ['auto', '0', '1', 'none']
