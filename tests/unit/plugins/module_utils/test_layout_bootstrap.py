@@ -80,9 +80,9 @@ def test_management_interface_problems_are_one_line_each_naming_the_setting():
                     "address, set it to the interface that has it, " + FIX]
     bare = _layout.management_problems("enP7s7", "spark-1", _found(ipv4=[]), "10.20.0.37", PEERS)
     assert len(bare) == 1 and " of spark-1 has no IPv4 address, " in bare[0]
-    elsewhere = _layout.management_problems("wlP9s9", "spark-1", _found(ipv4=["172.16.0.5/24"],
-                                                                          routes={"10.20.0.38": "enP7s7"}),
-                                            "10.20.0.37", PEERS + [("spark-3", "10.20.0.39")])
+    wifi = _found(ipv4=["172.16.0.5/24"], routes={"10.20.0.38": "enP7s7"})
+    elsewhere = _layout.management_problems("wlP9s9", "spark-1", wifi, "10.20.0.37",
+                                            PEERS + [("spark-3", "10.20.0.39")])
     assert elsewhere == ["specdec_nccl_management_interface: wlP9s9 of spark-1 (172.16.0.5) carries neither 10.20.0.37 "
                          "(the address Ansible uses) nor the route to its peers (spark-2 10.20.0.38 via enP7s7; spark-3 "
                          "10.20.0.39 no route); set it to the interface that reaches the other Sparks (ip route get "

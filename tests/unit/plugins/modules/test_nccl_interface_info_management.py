@@ -19,10 +19,13 @@ from ansible_collections.sparkops.specdec.tests.unit.plugins.modules.conftest im
 IP = "/usr/sbin/ip"
 
 
+def _inet(cidr):
+    address, prefix = cidr.split("/")
+    return {"family": "inet", "local": address, "prefixlen": int(prefix)}
+
+
 def _addr(**links):
-    return json.dumps([{"ifname": name, "addr_info": [{"family": "inet", "local": a.split("/")[0],
-                                                        "prefixlen": int(a.split("/")[1])} for a in addrs]}
-                       for name, addrs in links.items()])
+    return json.dumps([{"ifname": name, "addr_info": [_inet(a) for a in addrs]} for name, addrs in links.items()])
 
 
 @pytest.fixture
@@ -42,8 +45,9 @@ def node(tmp_path, monkeypatch):
             return 0, state["addr"], ""
         if args[:4] == [IP, "-j", "route", "get"]:
             dev = state["routes"].get(args[4])
-            return (0, json.dumps([{"dst": args[4], "dev": dev}]), "") if dev else (2, "", "RTNETLINK answers: "
-                                                                                     "Network is unreachable")
+            if not dev:
+                return 2, "", "RTNETLINK answers: Network is unreachable"
+            return 0, json.dumps([{"dst": args[4], "dev": dev}]), ""
         raise AssertionError("unexpected command %r" % (args,))
 
     monkeypatch.setattr(basic.AnsibleModule, "get_bin_path", lambda self, arg, required=False, opt_dirs=None:
