@@ -193,8 +193,8 @@ def test_point_of_what_serves():
 def test_plan_round_pins_the_served_point_first_and_the_one_left_serving_last():
     objective = {"concurrency": 1, "prompt_set": "short"}
     for seed in range(10):
-        got = [e["point"] for e in _tune.plan_round("tune", ["none", 2], 1, seed=seed, objective=objective,
-                                                     probes=[2], last=2)]
+        schedule = _tune.plan_round("tune", ["none", 2], 1, seed=seed, objective=objective, probes=[2], last=2)
+        got = [e["point"] for e in schedule]
         assert got == ["none", 2]
         got = [e["point"] for e in _tune.plan_round("sweep", ["none", 1, 2, 4], 1, seed=seed, first=4, last="none")]
         assert got[0] == 4 and got[-1] == "none"
