@@ -71,7 +71,9 @@ def container_settings(inspect):
 
 
 def _running(inspect):
-    return bool(_get(inspect, ("State", "Running")))
+    """Whether the container runs: Docker also reports Running for a container in a crash loop (State.Restarting),
+    which serves nothing and refuses docker exec (409) until it is up again."""
+    return bool(_get(inspect, ("State", "Running"))) and not _get(inspect, ("State", "Restarting"))
 
 
 def parse_record(text):
@@ -152,7 +154,8 @@ def apply_decision(plan, allow_recreate, record, kept_matches=False):
         return {"action": "replace", "reason": "the running container is the unproven one of a pending change; "
                                                "%s stays kept" % record["kept_name"]}
     if not running:
-        return {"action": "replace", "reason": "the container is not running (nothing serves from it)"}
+        return {"action": "replace", "reason": "the container is %s (nothing serves from it)"
+                % ("restarting after exits (a crash loop)" if _get(container, ("State", "Restarting")) else "not running")}
     return {"action": "keep", "reason": "a running container is kept until the new one serves"}
 
 

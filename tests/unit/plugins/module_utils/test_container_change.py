@@ -61,6 +61,10 @@ def test_unreadable_or_foreign_records_are_no_record(text):
     ({"changed": True, "container": NEW}, False, "rec", "refuse"),
     # a stopped container serves nothing: it is replaced as before
     ({"changed": True, "container": {"Id": "c", "State": {"Running": False}}}, False, {}, "replace"),
+    # nor does one in a crash loop (Docker reports Running and Restarting; docker exec is refused with 409, so its
+    # server cannot be stopped to keep it): replaced, with or without consent
+    ({"changed": True, "container": {"Id": "c", "State": {"Running": True, "Restarting": True}}}, False, {}, "replace"),
+    ({"changed": True, "container": {"Id": "c", "State": {"Running": True, "Restarting": True}}}, True, {}, "replace"),
 ])
 def test_apply_decision(plan, consent, rec, action):
     assert cc.apply_decision(plan, consent, record() if rec == "rec" else rec)["action"] == action
