@@ -299,6 +299,22 @@ def cabling_problems(layout, facts, members):
     return problems
 
 
+def published_cabling_problems(layout, nodes, fabric):
+    """``cabling_problems`` from what the netplan_qsfp role publishes on each node (``netplan_qsfp_fabric``: ``port``,
+    the cabled port, and ``links``, the link state of every ConnectX-7 interface nccl_interface_info read).
+
+    ``nodes``: the deployment's nodes in their fabric order (netplan_qsfp_nodes: the ring's S1, S2, S3);
+    ``fabric``: host -> its ``netplan_qsfp_fabric`` (a node without one: one line). ``layout`` None or ``auto`` is
+    ``direct``. Returns one line per problem, [] when the nodes are cabled as the layout needs."""
+    layout = "direct" if layout in (None, "", AUTO) else str(layout)
+    facts = {}
+    for host in nodes:
+        published = (fabric or {}).get(host)
+        if isinstance(published, dict):
+            facts[host] = {"selected_port": published.get("port"), "interfaces": published.get("links") or []}
+    return cabling_problems(layout, facts, list(nodes))
+
+
 def _nets(cidrs):
     out = set()
     for cidr in cidrs or []:

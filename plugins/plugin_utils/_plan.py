@@ -84,7 +84,9 @@ VLLM_METHOD_SINCE = {
     "draft_target": ("0.20.1", "vllm-project/vllm#24322, #42005"),
     "dflash": ("0.19.0", "vllm-project/vllm-ascend#7307"),
 }
-TOPOLOGIES = ("two_sparks", "single_spark")
+TOPOLOGIES = ("two_sparks", "single_spark", "spark_cluster")
+# The topologies of more than one Spark: two_sparks.yml deploys a pair, spark_cluster.yml two to four (issue 24).
+MULTI_NODE = ("two_sparks", "spark_cluster")
 
 # The runbook's three setups. Keys of llm_api_options are TensorRT-LLM's own.
 PRESETS = {
@@ -832,7 +834,10 @@ def _argv_vllm(dep, r, target_revision, spec, errors):
     tail = preset_args + extra
     if len(members) < 2:
         return base + tail, {}
-    addrs, err = fabric_addresses(s, 0, len(members))
+    # The head's address in the deployment's layout (a pair: today's scheme; a switch: its shared subnet; issue 24).
+    layout = _layout.resolve_layout(s.get("specdec_layout"), len(members),
+                                    bool(s.get("specdec_layout_accept_four_node_ring")))[0]
+    addrs, err = _layout.node_addresses(layout, s, 0, len(members))
     head_addr = str(addrs[0]).split("/", maxsplit=1)[0] if addrs and not err else None
     if head_addr is None:
         errors.append("netplan_qsfp_addresses: cannot derive the head's fabric address for --master-addr (%s); set the "
