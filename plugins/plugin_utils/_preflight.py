@@ -30,7 +30,7 @@ import ipaddress
 import json
 import re
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _container_change, _firewall, _nccl
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _container_change, _firewall, _layout, _nccl
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _settings
 
 STATUSES = ("pass", "warn", "fail", "skip")
