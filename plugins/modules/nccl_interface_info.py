@@ -227,7 +227,7 @@ selected_roce_devices:
   sample: ["rocep1s0f1", "roceP2p1s0f1"]
 ring_interfaces:
   description: The four logical netdevs of both ports in a ring's order (port 0 logical 1 and 2, port 1 logical 1 and
-    2): a C(specdec_layout=ring) node uses all four (NVIDIA's connect-three-sparks; module_utils/_layout.RING_NETDEVS).
+    2). A C(specdec_layout=ring) node uses all four (NVIDIA's connect-three-sparks; module_utils/_layout.RING_NETDEVS).
   returned: success
   type: list
   elements: str
