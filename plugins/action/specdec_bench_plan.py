@@ -22,7 +22,8 @@ from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action, _
 
 _ARGS = frozenset(("mode", "points", "repeats", "seed", "probes", "objective", "concurrency", "prompt_sets", "runs",
                    "round", "restart_seconds", "probe", "num_requests", "max_tokens", "current_point", "engine",
-                   "state", "target_model", "allow_restart", "pinned", "prompts", "host", "spec_method", "draft"))
+                   "state", "target_model", "allow_restart", "pinned", "prompts", "host", "spec_method", "draft",
+                   "served", "final_served"))
 
 # What the role passes as specdec_server_method / specdec_server_max_draft_len when nothing outranks its task vars:
 # any other value came from an extra var (-e) or a fact, and would pin every point of the sweep.
@@ -185,10 +186,18 @@ class ActionModule(ActionBase):
                           % (len(errors), "\n- ".join(errors)))
             return result
         mode = args.get("mode") or "sweep"
+        # The point the server serves now (opens the round: no restart) and the one the benchmark leaves serving
+        # (closes it: no restart back), from the method and draft length of each (served, final_served).
+        current = args.get("current_point")
+        current = None if current in (None, "") else _bench.normalize_point(current)
+        if args.get("served") is not None:
+            current = _tune.point_of(args["served"], args.get("spec_method"))
+        last = _tune.point_of(args["final_served"], args.get("spec_method")) if args.get("final_served") else None
         try:
             measured = _bench_report.summarize(args.get("runs") or []) if args.get("runs") else []
             schedule = _tune.plan_round(mode, args["points"], args["repeats"], args.get("seed") or 0, objective,
-                                        args.get("probes") or _tune.DEFAULT_PROBES, measured, args.get("round") or 0)
+                                        args.get("probes") or _tune.DEFAULT_PROBES, measured, args.get("round") or 0,
+                                        first=current, last=last)
         except _bench.BenchError as exc:
             result.update(failed=True, msg="specdec_bench_plan: %s" % exc)
             return result
@@ -212,9 +221,7 @@ class ActionModule(ActionBase):
                               for c, dummy in visits) / len(visits)
         restart, source = _tune.restart_seconds(args.get("restart_seconds"), args.get("engine"), args.get("state"),
                                                 args.get("target_model"))
-        current = args.get("current_point")
-        estimate = _tune.estimate_seconds(schedule, len(visits), restart, run_seconds or 0,
-                                          None if current is None else _bench.normalize_point(current))
+        estimate = _tune.estimate_seconds(schedule, len(visits), restart, run_seconds or 0, current)
         estimate.update(restart_seconds=restart, restart_source=source, run_seconds=run_seconds,
                         probe_tokens_per_second=tps)
         why = {"setting": "specdec_benchmark_restart_seconds", "measured": "measured on the node",

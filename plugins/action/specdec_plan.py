@@ -11,6 +11,7 @@ plugins/modules/specdec_plan.py.
 
 from __future__ import annotations
 
+import copy
 import datetime
 
 from ansible.errors import AnsibleError
@@ -21,7 +22,7 @@ from ansible_collections.sparkops.specdec.plugins.module_utils import _container
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _fleet, _plan, _settings
 
 _ARGS = frozenset(("topology", "commits", "downloads", "image", "state", "server_running", "probe", "allow_restart",
-                   "mounts"))
+                   "mounts", "defer_restart"))
 # Settings that must be the same on every member of a deployment (the server's and the shared
 # facts, and the image: TP=2 needs one config and one engine on every rank).
 _SAME_ON_ALL = ("specdec_", "trtllm_container_image", "trtllm_container_trtllm_version")
@@ -286,11 +287,20 @@ class ActionModule(ActionBase):
             result["warnings"] = warnings
         if "server_running" in args and plan.get("launch") is not None:
             decision = _plan.decide(args.get("state") or {}, plan, bool(args.get("server_running")),
-                                    bool(args.get("allow_restart")))
+                                    bool(args.get("allow_restart")), defer=bool(args.get("defer_restart")))
             result["decision"] = decision
             result["state_before"] = args.get("state") or {}
             now = datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat()
-            result["state_after"] = _plan.new_state(plan, args.get("state") or {}, now)
+            if decision["action"] == "deferred":
+                # The running server stays as recorded: the state file does not change.
+                result["state_after"] = copy.deepcopy(result["state_before"])
+                if me == plan["head"]:
+                    result.setdefault("warnings", []).append(
+                        "specdec_server_defer_restart: the server of deployment %s on %s keeps running with its recorded "
+                        "launch spec (%s); a run without it restarts the server (with specdec_server_allow_restart)."
+                        % (dep["id"], plan["head"], decision["reason"]))
+            else:
+                result["state_after"] = _plan.new_state(plan, args.get("state") or {}, now)
             # Only the head acts on the decision; a worker does not report the head's refusal again.
             if decision["action"] == "refuse" and me == plan["head"]:
                 result["failed"] = True

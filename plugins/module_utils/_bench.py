@@ -626,11 +626,17 @@ def aggregate(runs):
     return entries
 
 
-def block_schedule(points, repeats, seed=0):
+def block_schedule(points, repeats, seed=0, first=None, last=None):
     """Block-randomised run order: ``repeats`` blocks, each holding every point once in a shuffled order.
 
     Seeded (``random.Random(seed)``), so a schedule can be printed before the sweep and reproduced.
     Returns ``[{"block": b, "slot": i, "point": p}]`` in run order (b and i from 0).
+
+    Each visit of a point other than the one serving costs a server restart (minutes on a Spark), so two slots are
+    pinned after the shuffle: ``first`` (the point the server serves now) opens the first block, and ``last`` (the
+    point the benchmark leaves serving) closes the last block; the rest stays shuffled. A pin whose point is not in
+    the schedule is ignored; when both fall on the one slot pair of a one-point block, or on the same point in a
+    single block, ``first`` wins (the cost is the same either way).
     """
     normalized = []
     for point in points:
@@ -642,10 +648,19 @@ def block_schedule(points, repeats, seed=0):
         raise BenchError("a sweep needs at least one point")
     if int(repeats) < 1:
         raise BenchError("repeats must be at least 1, got %r" % (repeats,))
+    first = None if first is None else normalize_point(first)
+    last = None if last is None else normalize_point(last)
     rng = random.Random(seed)
     order = []
     for block in range(int(repeats)):
         shuffled = list(normalized)
         rng.shuffle(shuffled)
+        pinned_first = block == 0 and first in shuffled
+        if block == int(repeats) - 1 and last in shuffled and not (pinned_first and last == first):
+            shuffled.remove(last)
+            shuffled.append(last)
+        if pinned_first:
+            shuffled.remove(first)
+            shuffled.insert(0, first)
         order.extend({"block": block, "slot": slot, "point": p} for slot, p in enumerate(shuffled))
     return order

@@ -141,8 +141,22 @@ options:
     type: int
     required: true
   current_point:
-    description: The point that serves now (its first visit needs no restart).
+    description: The point that serves now (its first visit needs no restart). O(served) outranks it.
     type: raw
+  served:
+    description:
+      - What the server serves now, C(method) and C(max_draft_len) (the state file's C(running)). Its point (V(none),
+        or its draft length when C(method) is O(spec_method); else no point of this benchmark) opens the first block
+        of the round, so the first visit needs no restart.
+    type: dict
+    version_added: 0.3.0
+  final_served:
+    description:
+      - What the benchmark leaves serving when it ends, C(method) and C(max_draft_len) (the deployment's plan). Its
+        point closes the last block of the round, so no restart is needed to serve it again. Only the order of the
+        visits reads O(served) and O(final_served); the rest of each block stays shuffled.
+    type: dict
+    version_added: 0.3.0
 notes:
   - "Errors, each naming the C(specdec_benchmark_*) setting: unknown mode; no point, a point twice or a draft length
     outside 1-32; concurrency levels that are not integers 1-1024; no prompt set; repeats, requests or tokens below 1;

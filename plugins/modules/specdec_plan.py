@@ -91,6 +91,15 @@ options:
     description: Consent to restart a server that runs with another launch spec.
     type: bool
     default: false
+  defer_restart:
+    description:
+      - A server that runs with another launch spec keeps running as it is (RV(decision) C(deferred), with a warning),
+        instead of a restart or a refusal; RV(state_after) is then RV(state_before). Outranks O(allow_restart).
+      - C(specdec_server_defer_restart); the benchmark sets it before its first point visit, which restarts the server
+        anyway.
+    type: bool
+    default: false
+    version_added: 0.3.0
 extends_documentation_fragment:
   - sparkops.specdec.attributes
   - sparkops.specdec.attributes.action
@@ -243,7 +252,7 @@ plan:
           mesh key. C(true) with another C(ssh_mesh_user) is an error of the plan, before any change.
       type: dict
 decision:
-  description: What to do with the server, C(action) (none, start, restart, refuse) and C(reason).
+  description: What to do with the server, C(action) (none, start, restart, refuse, deferred) and C(reason).
   returned: when O(server_running) and O(commits) are given
   type: dict
 state_before:
@@ -252,7 +261,8 @@ state_before:
   returned: when RV(decision) is returned
   type: dict
 state_after:
-  description: The deployment state file content (schema_version 1) to write once the planned server serves.
+  description: The deployment state file content (schema_version 1) to write once the planned server serves
+    (RV(state_before) when RV(decision) is C(deferred)).
   returned: when RV(decision) is returned
   type: dict
 """

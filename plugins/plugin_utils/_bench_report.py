@@ -215,7 +215,13 @@ def markdown(report):
     lines = ["# Speculative decoding benchmark", ""]
     meta = report.get("metadata") or {}
     for key in sorted(meta):
-        lines.append("- %s: %s" % (key, meta[key]))
+        value = meta[key]
+        if key == "visits" and isinstance(value, list):
+            # Each point visit and whether the server restarted for it (specdec_benchmark's point.yml).
+            value = ", ".join("%s (%s)" % (_label(_bench.normalize_point(v.get("point"))),
+                                           "restart" if v.get("action") in ("start", "restart") else "no restart")
+                              for v in value if isinstance(v, dict)) or "none"
+        lines.append("- %s: %s" % (key, value))
     if meta:
         lines.append("")
     lines += ["Medians over repeated runs, min-max in brackets. Times in ms. Speed-up = median tok/s / the "

@@ -1471,11 +1471,12 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
 
 
 # ---------------------------------------------------------------------------- decisions
-def decide(state, plan, server_running, allow_restart):
+def decide(state, plan, server_running, allow_restart, defer=False):
     """The restart state machine. Returns ``{'action': ..., 'reason': ...}``.
 
     Actions: ``none`` (running with this launch spec), ``start`` (nothing runs), ``restart``
-    (runs with another launch spec, consent given), ``refuse`` (another launch spec, no consent).
+    (runs with another launch spec, consent given), ``refuse`` (another launch spec, no consent),
+    ``deferred`` (another launch spec, ``defer``: the running server stays as it is, for a later run).
     """
     running = (state or {}).get("running") or {}
     same = running.get("fingerprint") == plan.get("fingerprint")
@@ -1483,6 +1484,8 @@ def decide(state, plan, server_running, allow_restart):
         return {"action": "none", "reason": "the server runs with the planned launch spec"}
     if not server_running:
         return {"action": "start", "reason": "no server runs" if not running else "the recorded server is not running"}
+    if defer:
+        return {"action": "deferred", "reason": _diff_reason(running, plan)}
     if allow_restart:
         return {"action": "restart", "reason": _diff_reason(running, plan)}
     return {"action": "refuse", "reason": _diff_reason(running, plan)}

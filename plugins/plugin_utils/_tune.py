@@ -283,13 +283,16 @@ def evaluate_search(full_sweep, objective, candidates=DEFAULT_CANDIDATES, probes
 MODES = ("sweep", "tune")
 
 
-def plan_round(mode, points, repeats, seed=0, objective=None, probes=DEFAULT_PROBES, measured=None, round_index=0):
+def plan_round(mode, points, repeats, seed=0, objective=None, probes=DEFAULT_PROBES, measured=None, round_index=0,
+               first=None, last=None):
     """The block-randomised schedule of the next round: ``[{"block", "slot", "point"}]``; [] when done.
 
     ``sweep``: every point of ``points`` in the first round, then done. ``tune``: the cheaper search
     (``next_points``) over the draft lengths of ``points``: the baseline and the probes first, then at most
     one predicted best point. ``measured``: run summaries so far (at any concurrency; the search reads the
     objective's). Each round has its own seed (``seed + round_index``) so it can be printed and reproduced.
+    ``first`` (the point the server serves when the round starts) and ``last`` (the point the benchmark leaves
+    serving) are pinned to the round's ends when it holds them, saving a restart each (``_bench.block_schedule``).
     """
     if mode not in MODES:
         raise _bench.BenchError("mode must be sweep or tune, got %r" % (mode,))
@@ -308,7 +311,28 @@ def plan_round(mode, points, repeats, seed=0, objective=None, probes=DEFAULT_PRO
             or candidates[:1]
         done = {s["point"] for s in measured or []}
         todo = [p for p in next_points(measured or [], candidates, probes, objective or {}) if p not in done]
-    return _bench.block_schedule(todo, repeats, int(seed) + int(round_index)) if todo else []
+    return _bench.block_schedule(todo, repeats, int(seed) + int(round_index), first=first, last=last) if todo else []
+
+
+def point_of(served, spec_method):
+    """The benchmark point a server serves: ``none`` (no speculation), its draft length when it speculates with the
+    benchmark's method ``spec_method``, else None (no point of this benchmark: its first visit restarts it).
+
+    ``served``: ``{"method", "max_draft_len"}`` (the state file's ``running``, or the plan's). Only the order of the
+    visits reads it; whether a visit restarts the server is the server role's decision (the launch spec's fingerprint).
+    """
+    served = served or {}
+    method = served.get("method")
+    if method in (None, ""):
+        return None
+    if method == NONE:
+        return NONE
+    if method != spec_method or served.get("max_draft_len") in (None, ""):
+        return None
+    try:
+        return _bench.normalize_point(served.get("max_draft_len"))
+    except _bench.BenchError:
+        return None
 
 
 def estimate_seconds(schedule, runs_per_visit, restart_seconds, run_seconds, current_point=None):

@@ -46,6 +46,23 @@ def test_a_sweep_round_with_its_estimate():
     assert "~" in got["msg"] and "min" in got["msg"]
 
 
+def test_the_served_point_opens_the_round_and_the_one_left_serving_closes_it():
+    tune = dict(mode="tune", points=["none", 2], probes=[2], repeats=1, concurrency=[1], prompt_sets=["short"],
+                objective={"concurrency": 1, "prompt_set": "short"}, spec_method="ngram", restart_seconds=60)
+    for seed in range(8):
+        # Draft-target 3 serves (no point of an ngram benchmark); ngram 2 is what it leaves serving: none first.
+        got = run(seed=seed, served={"method": "draft_target", "max_draft_len": 3},
+                  final_served={"method": "ngram", "max_draft_len": "2"}, **tune)
+        assert not got.get("failed"), got.get("msg")
+        assert [e["point"] for e in got["schedule"]] == ["none", 2]
+        assert got["estimate"]["restarts"] == 2
+        # ngram 2 serves and is left serving: measured first, in place (one restart, to none; the restore is the
+        # role's).
+        got = run(seed=seed, served={"method": "ngram", "max_draft_len": 2},
+                  final_served={"method": "ngram", "max_draft_len": 2}, **tune)
+        assert [e["point"] for e in got["schedule"]] == [2, "none"] and got["estimate"]["restarts"] == 1
+
+
 @pytest.mark.parametrize("over, setting", [
     ({"mode": "grid"}, "specdec_benchmark_mode"),
     ({"points": ["none", "none"]}, "specdec_benchmark_points"),

@@ -106,7 +106,9 @@ def test_report_on_a_synthetic_sweep(tmp_path):
     base, spec = gate_outputs()
     args = {"runs": synthetic_runs(), "output_dir": str(tmp_path / "out"), "engine": "llamacpp",
             "objective": {"concurrency": 1}, "gate": {"baseline": base, "speculative": spec},
-            "metadata": {"engine": "llama.cpp (synthetic)"}}
+            "metadata": {"engine": "llama.cpp (synthetic)",
+                         "visits": [{"point": "4", "block": 0, "action": "none"},
+                                    {"point": "none", "block": 0, "action": "restart"}]}}
     result = make(args).run(task_vars={})
     assert not result.get("failed"), result.get("msg")
     assert result["tuner"]["pick"] == "none"
@@ -135,6 +137,8 @@ def test_report_on_a_synthetic_sweep(tmp_path):
     assert len(summary) == len(POINTS) * 2
     md = (tmp_path / "out" / "report.md").read_text()
     assert "| draft 4 | 3 |" in md and "Pick: **none**" in md and "## Correctness gate" in md
+    assert "- visits: draft 4 (no restart), none (restart)" in md.splitlines()
+    assert report["metadata"]["visits"][1]["action"] == "restart"
 
 
 def test_failed_gate_fails_the_task(tmp_path):

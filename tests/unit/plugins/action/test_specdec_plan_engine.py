@@ -41,3 +41,26 @@ def test_llamacpp_decision_and_state_after():
     assert result["state_after"]["engine"] == "llamacpp"
     assert result["state_after"]["desired"]["image"] == "sparkops-lab/llamacpp-server:0c1e57098"
     assert result["state_after"]["running"]["config_text"] == ""
+
+
+def test_a_deferred_restart_keeps_the_state_file_and_warns_on_the_head():
+    first = run(LLAMA, topology="single_spark", image=LLAMA_IMAGE, commits=COMMITS, state={}, server_running=False)
+    state = first["state_after"]
+    changed = dict(LLAMA, specdec_server_max_draft_len=5)
+    refused = run(changed, topology="single_spark", image=LLAMA_IMAGE, commits=COMMITS, state=state, server_running=True)
+    assert refused["failed"] and refused["decision"]["action"] == "refuse"
+    for consent in (False, True):
+        got = run(changed, topology="single_spark", image=LLAMA_IMAGE, commits=COMMITS, state=state,
+                  server_running=True, allow_restart=consent, defer_restart=True)
+        assert not got.get("failed"), got.get("msg")
+        assert got["decision"]["action"] == "deferred"
+        assert got["state_after"] == state and got["state_after"] is not state
+        assert got["plan"]["max_draft_len"] == 5
+        assert [w for w in got.get("warnings", []) if w.startswith("specdec_server_defer_restart:")]
+    # Nothing to defer: the same launch spec, or no server running.
+    same = run(LLAMA, topology="single_spark", image=LLAMA_IMAGE, commits=COMMITS, state=state, server_running=True,
+               defer_restart=True)
+    assert same["decision"]["action"] == "none" and not same.get("warnings")
+    stopped = run(changed, topology="single_spark", image=LLAMA_IMAGE, commits=COMMITS, state=state,
+                  server_running=False, defer_restart=True)
+    assert stopped["decision"]["action"] == "start" and stopped["state_after"]["running"]["max_draft_len"] == 5

@@ -222,6 +222,30 @@ def test_block_schedule_holds_every_point_once_per_block_and_is_seeded():
     assert len(firsts) > 1  # not always the same point first
 
 
+def test_block_schedule_opens_with_the_served_point_and_closes_with_the_one_left_serving():
+    points = ['none', 1, 2, 3, 4, 8]
+    for seed in range(20):
+        free = _bench.block_schedule(points, 3, seed=seed)
+        pinned = _bench.block_schedule(points, 3, seed=seed, first=3, last='none')
+        got = [o['point'] for o in pinned]
+        assert got[0] == 3 and got[-1] == 'none'
+        for block in range(3):
+            assert sorted((o['point'] for o in pinned if o['block'] == block), key=str) == sorted(points, key=str)
+        # The middle block stays as shuffled; slots are renumbered in order.
+        assert [o['point'] for o in pinned if o['block'] == 1] == [o['point'] for o in free if o['block'] == 1]
+        assert [o['slot'] for o in pinned if o['block'] == 0] == list(range(6))
+    # One block: served first, left serving last; the same point for both: first (the cost is the same).
+    assert [o['point'] for o in _bench.block_schedule(['none', 2], 1, seed=0, first=None, last=2)] == ['none', 2]
+    assert [o['point'] for o in _bench.block_schedule(['none', 2], 1, seed=1, first=None, last=2)] == ['none', 2]
+    assert [o['point'] for o in _bench.block_schedule(['none', 2], 1, seed=0, first=2, last=2)][0] == 2
+    assert [o['point'] for o in _bench.block_schedule(['none', 2], 1, seed=0, first='none', last=2)] == ['none', 2]
+    # Two blocks, the same point served and left serving: it opens the first block and closes the last.
+    two = [o['point'] for o in _bench.block_schedule(['none', 1, 2], 2, seed=4, first=2, last=2)]
+    assert two[0] == 2 and two[-1] == 2
+    # A pin that is not a point of the schedule changes nothing.
+    assert _bench.block_schedule(points, 2, seed=5, first=7, last=16) == _bench.block_schedule(points, 2, seed=5)
+
+
 def test_block_schedule_rejects_bad_input():
     with pytest.raises(_bench.BenchError, match='twice'):
         _bench.block_schedule(['none', 'off'], 2)

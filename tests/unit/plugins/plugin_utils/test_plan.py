@@ -258,6 +258,12 @@ def test_decide():
     assert "max_draft_len 3 -> 2" in refused["reason"] and "config_sha256" in refused["reason"]
     assert _plan.decide(state, other, True, True)["action"] == "restart"
     assert _plan.decide({}, plan, True, False)["action"] == "refuse"
+    # Deferred: another launch spec keeps running, consent or not; a server that runs the plan or none is unaffected.
+    for consent in (False, True):
+        deferred = _plan.decide(state, other, True, consent, defer=True)
+        assert deferred["action"] == "deferred" and "max_draft_len 3 -> 2" in deferred["reason"]
+    assert _plan.decide(state, plan, True, False, defer=True)["action"] == "none"
+    assert _plan.decide(state, other, False, False, defer=True)["action"] == "start"
 
 
 def test_regression_previous_server_comes_from_the_state_file():

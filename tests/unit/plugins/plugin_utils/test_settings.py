@@ -416,6 +416,8 @@ NEGATIVE_CASES = [
      'specdec_server_completion_probe_interval', 'at least 60'),
     ('allow-restart-not-bool', {'specdec_server_allow_restart': 'maybe'}, 'specdec_server_allow_restart',
      'is not a boolean'),
+    ('defer-restart-not-bool', {'specdec_server_defer_restart': 'later'}, 'specdec_server_defer_restart',
+     'is not a boolean'),
     ('health-timeout-negative', {'specdec_server_health_timeout': -1}, 'specdec_server_health_timeout',
      'is out of range'),
     ('health-interval-zero', {'specdec_server_health_interval': 0}, 'specdec_server_health_interval',

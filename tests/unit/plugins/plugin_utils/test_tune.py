@@ -178,3 +178,23 @@ def test_restart_seconds_setting_then_measured_then_the_engines_default():
     assert _tune.restart_seconds(None, "llamacpp", {"engine": "llamacpp", "running": {"target_model": "t"}}, "t") \
         == (60.0, "default")
     assert _tune.restart_seconds("", None, None) == (900.0, "default")
+
+
+def test_point_of_what_serves():
+    assert _tune.point_of({"method": "none", "max_draft_len": None}, "eagle3") == "none"
+    assert _tune.point_of({"method": "eagle3", "max_draft_len": 3}, "eagle3") == 3
+    assert _tune.point_of({"method": "eagle3", "max_draft_len": "3"}, "eagle3") == 3
+    # Another method is no point of this benchmark (its first visit restarts the server).
+    assert _tune.point_of({"method": "draft_target", "max_draft_len": 3}, "ngram") is None
+    assert _tune.point_of({"method": "ngram", "max_draft_len": None}, "ngram") is None
+    assert _tune.point_of({}, "ngram") is None and _tune.point_of(None, "ngram") is None
+
+
+def test_plan_round_pins_the_served_point_first_and_the_one_left_serving_last():
+    objective = {"concurrency": 1, "prompt_set": "short"}
+    for seed in range(10):
+        schedule = _tune.plan_round("tune", ["none", 2], 1, seed=seed, objective=objective, probes=[2], last=2)
+        got = [e["point"] for e in schedule]
+        assert got == ["none", 2]
+        got = [e["point"] for e in _tune.plan_round("sweep", ["none", 1, 2, 4], 1, seed=seed, first=4, last="none")]
+        assert got[0] == 4 and got[-1] == "none"
