@@ -66,7 +66,7 @@ def test_fabric_hostfile_hosts_of_a_pair_and_a_ring():
             "spark-2": {"ips": ["192.168.100.11", "192.168.101.11"]}}
     assert filters.fabric_hostfile_hosts(pair, "direct", "spark-2") == ["192.168.100.11", "192.168.100.10"]
     assert filters.fabric_hostfile_hosts(pair, "auto", "spark-1") == ["192.168.100.10", "192.168.100.11"]
-    four = {h: {"addresses": a, "ips": [x.split("/")[0] for x in a]} for h, a in (
+    four = {h: {"addresses": a, "ips": [x.split("/", maxsplit=1)[0] for x in a]} for h, a in (
         ("s1", ["192.168.0.1/24", "192.168.1.1/24", "192.168.6.2/24", "192.168.7.2/24"]),
         ("s2", ["192.168.2.1/24", "192.168.3.1/24", "192.168.0.2/24", "192.168.1.2/24"]),
         ("s3", ["192.168.4.1/24", "192.168.5.1/24", "192.168.2.2/24", "192.168.3.2/24"]),

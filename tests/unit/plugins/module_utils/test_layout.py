@@ -154,7 +154,7 @@ def test_switch_cabling_needs_the_same_port_everywhere():
 
 
 def _published(addresses):
-    return {'addresses': list(addresses), 'ips': [a.split('/')[0] for a in addresses]}
+    return {'addresses': list(addresses), 'ips': [a.split('/', maxsplit=1)[0] for a in addresses]}
 
 
 def test_hostfile_of_a_pair_is_link_1_head_first_as_before():
