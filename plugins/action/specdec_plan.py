@@ -229,7 +229,12 @@ class ActionModule(ActionBase):
             line = _container.same_image_problem(ids, settings.get("trtllm_container_image"), consequence="")
             if line:
                 errors.append(line)
-            for line in _plan.check_fabric(members, lambda h: dict(defaults, **user.get(h, {})), addresses):
+            # The fabric's node order is the play's (inventory) order, as netplan_qsfp indexes the nodes (netplan_qsfp_nodes:
+            # a ring's S1, S2, S3; a switch's node N), not the head-first order of the members.
+            fabric_order = [h for h in play_hosts if h in members]
+            if sorted(fabric_order) != sorted(members) or settings.get("specdec_layout") not in ("ring", "switch"):
+                fabric_order = members
+            for line in _plan.check_fabric(fabric_order, lambda h: dict(defaults, **user.get(h, {})), addresses):
                 if line not in errors:
                     errors.append(line)
         dep = _plan.deployment_from_inventory(settings, topology, members, head or me, addresses)

@@ -93,3 +93,18 @@ def test_a_pair_by_spark_cluster_is_the_pair_two_sparks_plans():
     assert not by_pair.get("failed") and not by_cluster.get("failed"), (by_pair.get("msg"), by_cluster.get("msg"))
     assert by_cluster["deployment"]["topology"] == "two_sparks"
     assert by_cluster["plan"] == by_pair["plan"]
+
+
+def test_ring_overrides_are_checked_in_the_fabric_order_not_head_first(tmp_path):
+    # The head is the second host; netplan_qsfp indexes the ring in inventory order (spark-1 is S1). spark-1's
+    # override is the runbook's plan for S1: checked against S2 and S3's cables, it fits.
+    inv = write(tmp_path, {"specdec_deployment_id": "ring-a", "specdec_head_host": "spark-2", "specdec_layout": "ring",
+                           "specdec_server_tp_size": 1, "specdec_server_pp_size": 3})
+    text = inv.read_text().replace(
+        "spark-1: {ansible_host: 10.20.0.37}",
+        "spark-1: {ansible_host: 10.20.0.37, netplan_qsfp_addresses: [192.168.0.1/24, 192.168.1.1/24, 192.168.2.1/24, "
+        "192.168.3.1/24]}")
+    inv.write_text(text)
+    result = plan(inv, topology="spark_cluster")
+    assert not result.get("failed"), result.get("msg")
+    assert result["deployment"]["members"] == ["spark-2", "spark-1", "spark-3"]
