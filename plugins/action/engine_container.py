@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import datetime
 import json
+import time
 
 from ansible.errors import AnsibleActionFail
 from ansible.module_utils.common.text.converters import to_text
@@ -39,6 +40,12 @@ WAIT_FOR = "ansible.legacy.wait_for"
 PACKAGE_VERSION = "import importlib.metadata as m; print(m.version('tensorrt_llm'))"
 # Engine vllm: the version of its vllm package (the plan checks the method against it).
 VLLM_PACKAGE_VERSION = "import importlib.metadata as m; print(m.version('vllm'))"
+# Right after a node or container restart, docker exec can meet a container that is not Running yet ("Container ... is
+# restarting, wait until the container is running"; seen on the lab after a node restart, when the read then counted as
+# an image without the package): such a read is tried again, EXEC_TRIES times in all, EXEC_DELAY seconds apart.
+EXEC_TRIES = 5
+EXEC_DELAY = 2.0
+EXEC_TRANSIENT = ("is restarting", "is not running", "is paused")
 
 ARGUMENT_SPEC = {
     "spec": {"type": "dict", "default": {}},
@@ -167,15 +174,13 @@ class ActionModule(ActionBase):
                     return result
 
             image = args["image"] or {}
-            version = ""
+            version, version_error = "", None
             # llama.cpp images have no TensorRT-LLM version to read (nor, often, python3).
             vllm = args["engine"] == "vllm"
             if ((vllm or (args["engine"] == "trtllm" and _container.needs_package_version(image, args["trtllm_version"])))
                     and (not check or result["container"])):
-                read = _action.run_module(self, DOCKER_EXEC, {"container": name, "argv": [
-                    "python3", "-c", VLLM_PACKAGE_VERSION if vllm else PACKAGE_VERSION]}, task_vars, check_mode=False)
-                if not read.get("failed") and read.get("rc", 1) == 0:
-                    version = read.get("stdout") or ""
+                version, version_error = self._exec_read(name, [
+                    "python3", "-c", VLLM_PACKAGE_VERSION if vllm else PACKAGE_VERSION], task_vars)
             spec_types = None
             if args["engine"] == "llamacpp" and (not check or result["container"]):
                 # The speculation types this llama-server build knows (the plan renders draft-eagle3 / draft-mtp only
@@ -186,12 +191,31 @@ class ActionModule(ActionBase):
                     spec_types = _container.llama_spec_types(read.get("stdout") or "")
             info = _container.image_info(spec["image"], image, version, args["reference"], result["container"],
                                          spec_types)
+            if version_error:
+                # Why the package version could not be read (the plan names it instead of "no package metadata").
+                info["package_version_error"] = version_error
         finally:
             self._remove_tmp_path(self._connection._shell.tmpdir)
         result["image_info"] = info
         result["previous"] = dict(record, path=path) if record else {}
         result["ansible_facts"] = {"trtllm_container_image_info": info, "trtllm_container_previous": result["previous"]}
         return result
+
+    def _exec_read(self, name, argv, task_vars):
+        """(stdout, None) of ``argv`` run in container ``name``, or ("", the first line of why it failed); a container
+        that is not Running yet is tried again (EXEC_TRIES, EXEC_DELAY)."""
+        why = ""
+        for attempt in range(EXEC_TRIES):
+            read = _action.run_module(self, DOCKER_EXEC, {"container": name, "argv": argv}, task_vars, check_mode=False)
+            if not read.get("failed") and read.get("rc", 1) == 0:
+                return read.get("stdout") or "", None
+            why = to_text(read.get("stderr") or read.get("msg") or "exit status %s" % read.get("rc")).strip()
+            why = (why.splitlines() or ["exit status %s" % read.get("rc")])[-1][:300]
+            if attempt + 1 < EXEC_TRIES and any(t in to_text(read.get("msg") or "") + why for t in EXEC_TRANSIENT):
+                time.sleep(EXEC_DELAY)
+                continue
+            break
+        return "", why
 
     # ----------------------------------------------------------------- the kept previous container
     def _read_record(self, path, task_vars):

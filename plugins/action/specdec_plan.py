@@ -252,7 +252,12 @@ class ActionModule(ActionBase):
         if image and dep["engine"] == "vllm":
             # The vllm package of the image, read in the container (engine_container), as TensorRT-LLM's is.
             vllm_version = image.get("package_version") or ""
-            if _plan.parse_version(vllm_version) is None:
+            if _plan.parse_version(vllm_version) is None and image.get("package_version_error"):
+                errors.append("trtllm_container_image: cannot read the vLLM version of %s: python3 in the engine "
+                              "container failed (%s); check the container (docker ps -a, docker logs) and run again, or "
+                              "use a vLLM image (vllm/vllm-openai, nvcr.io/nvidia/vllm)."
+                              % (settings.get("trtllm_container_image"), image["package_version_error"]))
+            elif _plan.parse_version(vllm_version) is None:
                 errors.append("trtllm_container_image: cannot read the vLLM version of %s (no vllm package metadata in "
                               "the container); use a vLLM image (vllm/vllm-openai, nvcr.io/nvidia/vllm)."
                               % settings.get("trtllm_container_image"))

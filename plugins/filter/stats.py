@@ -9,7 +9,7 @@ so the nodes' entries merge into one mapping in the run's global custom stats (t
 
 - ``specdec_server_launch | sparkops.specdec.deploy_stats(host, endpoint, check_mode)``: key ``specdec_deploy``
   (two_sparks.yml, single_spark.yml): deployment, role (head/worker), endpoint, engine, method, models, draft length,
-  decision (none, start, restart), its reason, state (``serving``, or ``checked`` in check mode) and exposure (who
+  decision (none, start, restart, deferred), its reason, state (``serving``, or ``checked`` in check mode) and exposure (who
   can call the endpoint: every interface, one bind address, the loopback or only specdec_server_allowed_networks,
   and whether the API key is needed).
 - ``specdec_server_launch | sparkops.specdec.endpoint_exposure``: the same exposure as one line for the run's output.

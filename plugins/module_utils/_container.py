@@ -78,7 +78,12 @@ def container_spec(settings):
     settings: name, image, engine (trtllm, llamacpp), multinode, gpus, infiniband_device, ulimits, ipc_mode, shm_size, cuda_env, env,
     fabric_interfaces, nccl_ib_hca, hostfile_hosts, state_dir, hf_cache (host directory), container_hf_cache_dir,
     home (the deploy user's), host_key_dir, ssh_port, sshd_listen_addresses, entrypoint_sha1; optional layout,
-    bootstrap, management_interface, accept_four_node_ring (module_utils/_layout.fabric_env; default: today's pair).
+    bootstrap, management_interface, accept_four_node_ring (module_utils/_layout.fabric_env; default: today's pair),
+    management_address (this node's ansible_host: VLLM_HOST_IP of engine vllm with bootstrap management_interface).
+
+    The OpenMPI hostfile and the container sshd stay on the fabric addresses with either bootstrap: mpirun only
+    starts its daemons over SSH there; the bootstrap interface is what NCCL_SOCKET_IFNAME, UCX_NET_DEVICES and
+    OMPI_MCA_btl/oob_tcp_if_include name (docs/layouts.md).
 
     Multi-node: sshd on ssh_port (SSH_PORT) and on the sshd_listen_addresses only (SSHD_LISTEN_ADDRESSES), the
     NCCL/UCX/OpenMPI interface variables on the fabric interfaces, the OpenMPI hostfile, one rank per node; mounted
@@ -125,8 +130,11 @@ def container_spec(settings):
             engine=s.get("engine") or "trtllm")
         env.update(fabric["env"])
     if multinode and not sshd and listen:
-        # vLLM's own name for this node's address on the fabric (its multi-node docs): the first fabric address.
-        env["VLLM_HOST_IP"] = listen[0]
+        # vLLM's own name for this node's address (its multi-node docs): the first fabric address; with the bootstrap
+        # over the management interface, the node's management address (its ansible_host, on that interface: the
+        # nccl_interface_info check), where the head's --master-addr points too.
+        mgmt = s.get("bootstrap") == "management_interface" and s.get("management_address")
+        env["VLLM_HOST_IP"] = str(mgmt) if mgmt else listen[0]
     if sshd:
         env.update({
             "SSH_PORT": str(s["ssh_port"]),

@@ -418,3 +418,78 @@ def fabric_env(layout, interfaces, roce_devices=(), hosts=(), bootstrap="fabric_
     forward = sorted(k for k in env if k.startswith(("NCCL_", "UCX_")))
     return {"env": env, "forward": forward, "hostfile": HOSTFILE_HEADER + "".join("%s\n" % h for h in hosts),
             "ranks": len(hosts)}
+
+
+# The variables that name the bootstrap interfaces (specdec_nccl_bootstrap), whatever the engine: TensorRT-LLM's mpirun
+# reads the NCCL_, UCX_ and OMPI_ ones, vLLM's torch.distributed the NCCL_ and GLOO_ ones.
+BOOTSTRAP_ENV = ("NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES", "OMPI_MCA_btl_tcp_if_include", "OMPI_MCA_oob_tcp_if_include",
+                 "GLOO_SOCKET_IFNAME")
+
+
+def launch_env(layout, bootstrap="fabric_interfaces", management_interface=DEFAULT_MANAGEMENT_INTERFACE,
+               engine="trtllm"):
+    """The bootstrap variables of ``fabric_env`` a server's launch spec carries (the plan's ``rank_env``).
+
+    ``fabric_interfaces`` (the default): ``{}``. The engine container's environment holds them (``fabric_env`` of the
+    node's own interfaces), and a pair deployed before the bootstrap choice keeps its launch spec and fingerprint,
+    byte for byte. ``management_interface``: the ``BOOTSTRAP_ENV`` entries of ``fabric_env`` (all the management
+    interface, NVIDIA's 08/2026 NCCL runbook), so that server.sh exports them and mpirun forwards them with ``-x``
+    (``-x UCX_NET_DEVICES -x NCCL_SOCKET_IFNAME -x OMPI_MCA_btl_tcp_if_include``, the runbook's) and the state file
+    records them: switching the bootstrap changes the launch spec (a restart, with consent).
+    """
+    if bootstrap != "management_interface":
+        return {}
+    env = fabric_env(layout if layout in LAYOUTS else "direct", (), (), (), bootstrap=bootstrap,
+                     management_interface=management_interface, engine=engine)["env"]
+    return {k: env[k] for k in BOOTSTRAP_ENV if k in env}
+
+
+# ---------------------------------------------------------------------------- the management interface (bootstrap)
+_BOOTSTRAP_FIX = "or set specdec_nccl_bootstrap: fabric_interfaces"
+
+
+def _bare(cidr):
+    return str(cidr).split("/", 1)[0]
+
+
+def management_problems(interface, node, found, address, peers, need_address=False):
+    """One line per problem of the management interface NCCL, UCX and OpenMPI bootstrap over on ``node`` ([] when it
+    can carry the bootstrap), before anything changes (module sparkops.specdec.nccl_interface_info).
+
+    ``interface``: specdec_nccl_management_interface. ``found``: what the node read (``exists``, ``up``, ``ipv4``: its
+    addresses with prefix, ``interfaces``: every interface name, ``routes``: {peer address: the device of
+    ``ip route get`` or None}, ``error``: why it could not be read). ``address``: the address Ansible uses for the node
+    (ansible_host). ``peers``: [(peer, its ansible_host)]. The interface must exist, be up, hold an IPv4 address and
+    either carry ``address`` or be the route to every peer (a node Ansible reaches through another network).
+    ``need_address`` (engine vllm): it must carry ``address`` itself, which the plan names in ``--master-addr`` (the
+    head) and ``VLLM_HOST_IP``.
+    """
+    head = "specdec_nccl_management_interface: "
+    if found.get("error"):
+        return [head + "cannot check %s on %s (%s); install iproute2 (ip) on the node, %s." % (
+            interface, node, found["error"], _BOOTSTRAP_FIX)]
+    if not found.get("exists"):
+        names = ", ".join(n for n in found.get("interfaces") or [] if n != "lo") or "none"
+        return [head + "%s has no interface %s (its interfaces: %s); set it to the interface of the management network, "
+                "the same name on every node (ip -o link show; enP7s7 is a DGX Spark's Ethernet, wlP9s9 its Wi-Fi), %s."
+                % (node, interface, names, _BOOTSTRAP_FIX)]
+    if not found.get("up") or not found.get("ipv4"):
+        what = "is down" if not found.get("up") else "has no IPv4 address"
+        return [head + "%s of %s %s, and NCCL, UCX and OpenMPI bootstrap over it (specdec_nccl_bootstrap: "
+                "management_interface); bring it up with the node's management address, set it to the interface that "
+                "has it, %s." % (interface, node, what, _BOOTSTRAP_FIX)]
+    own = [_bare(c) for c in found["ipv4"]]
+    carries = str(address) in own
+    if need_address and not carries:
+        return [head + "%s of %s (%s) does not carry %s, the node's ansible_host, which engine vllm names in "
+                "--master-addr (the head) and VLLM_HOST_IP with specdec_nccl_bootstrap: management_interface; set "
+                "ansible_host of %s to its address on %s, %s." % (interface, node, ", ".join(own), address, node,
+                                                                  interface, _BOOTSTRAP_FIX)]
+    routes = found.get("routes") or {}
+    wrong = [(peer, addr, routes.get(str(addr))) for peer, addr in peers if routes.get(str(addr)) != interface]
+    if carries or not wrong:
+        return []
+    shown = "; ".join("%s %s %s" % (peer, addr, "via %s" % dev if dev else "no route") for peer, addr, dev in wrong)
+    return [head + "%s of %s (%s) carries neither %s (the address Ansible uses) nor the route to its peers (%s); set "
+            "it to the interface that reaches the other Sparks (ip route get <peer>), %s."
+            % (interface, node, ", ".join(own), address, shown, _BOOTSTRAP_FIX)]

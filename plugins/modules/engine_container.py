@@ -248,6 +248,13 @@ image_info:
     labels: {description: The image's labels., type: dict}
     package_version: {description: 'The C(tensorrt_llm) (engine vllm: C(vllm)) package version read in the container, else
         empty.', type: str}
+    package_version_error:
+      description: Why the package version could not be read (the last line of the C(docker exec)'s error, at most 300
+        characters), only when the read was tried and failed; a container that is not running yet is tried 5 times, 2 s
+        apart, first.
+      type: str
+      returned: when the version read failed
+      version_added: 0.3.0
     digest: {description: 'The digest O(reference) is pinned by (C(sha256:<64 hex>)), else empty.', type: str}
     repo_digests:
       description: The image's C(RepoDigests) (C(repo@sha256:...)); empty for an image built or loaded on the node.

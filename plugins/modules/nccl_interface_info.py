@@ -59,10 +59,41 @@ options:
       - Physical QSFP port to use.
       - V(auto) selects the port whose two logical netdevs are both Up; if both ports are Up, port V(1).
       - V(0) or V(1) forces that physical port; the module fails if its two logical netdevs are not both Up.
+      - V(none) selects no port (only RV(interfaces) and, with O(management_interface), RV(management) are
+        returned), for the check of the management interface before any change (playbooks/two_sparks.yml).
       - An integer V(0) or V(1) in YAML is accepted and converted to the string.
     type: str
-    choices: ['auto', '0', '1']
+    choices: ['auto', '0', '1', 'none']
     default: auto
+  management_interface:
+    description:
+      - The management interface NCCL, UCX and OpenMPI bootstrap over with
+        C(specdec_nccl_bootstrap=management_interface) (NVIDIA's 08/2026 NCCL runbook; C(enP7s7) on a DGX Spark).
+      - When set, the module reads it (existence and link state from sysfs, IPv4 addresses from C(ip -j addr show),
+        and C(ip -j route get) of each of O(management_peers)) and fails with one line naming
+        C(specdec_nccl_management_interface) unless it exists, is up, holds an IPv4 address and either carries
+        O(management_address) or is the route to every peer.
+    type: str
+  management_address:
+    description:
+      - The address Ansible uses for this node (its C(ansible_host)), which the management interface should carry.
+    type: str
+  management_peers:
+    description:
+      - The other nodes of the deployment, as a mapping of inventory name to the address Ansible uses for it. A name
+        that is not an IPv4 address is resolved on the node.
+    type: dict
+    default: {}
+  node:
+    description:
+      - The node's inventory name, for the messages about O(management_interface).
+    type: str
+  management_address_required:
+    description:
+      - The interface must carry O(management_address) itself (engine vLLM names that address in C(--master-addr)
+        and C(VLLM_HOST_IP)); a route to the peers is not enough.
+    type: bool
+    default: false
   ip_path:
     description:
       - Path of the iproute2 C(ip) executable, used as C(ip -j addr show) to collect IPv4 addresses.
@@ -258,11 +289,44 @@ nccl_ib_hca:
   returned: success
   type: str
   sample: rocep1s0f1,roceP2p1s0f1
+management:
+  description: What was read of O(management_interface) (also returned when the module fails on it).
+  returned: when O(management_interface) is set
+  type: dict
+  contains:
+    interface:
+      description: The interface.
+      type: str
+      sample: enP7s7
+    exists:
+      description: Whether the node has it.
+      type: bool
+    up:
+      description: Whether its link is up (C(operstate) up, or unknown with C(carrier) 1).
+      type: bool
+    ipv4:
+      description: Its IPv4 addresses with prefix length.
+      type: list
+      elements: str
+      sample: ["10.20.0.37/24"]
+    routes:
+      description: Each peer address and the device C(ip route get) names for it (V(null) when there is no route).
+      type: dict
+      sample: {"10.20.0.38": "enP7s7"}
+    problems:
+      description: The one-line problems (empty when the interface can carry the bootstrap).
+      type: list
+      elements: str
 """
 
+import ipaddress
+import json
 import os
+import socket
 
 from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.sparkops.specdec.plugins.module_utils._layout import management_problems
 
 from ansible_collections.sparkops.specdec.plugins.module_utils._nccl import (
     CX7_NETDEVS,
@@ -272,6 +336,7 @@ from ansible_collections.sparkops.specdec.plugins.module_utils._nccl import (
     merge_interfaces,
     parse_ibdev2netdev,
     parse_ip_json,
+    link_is_up,
     read_sysfs,
     select_pair,
 )
@@ -324,6 +389,68 @@ def _read_ibdev2netdev(module, result):
     return parsed or None
 
 
+def _ip_path(module):
+    return module.params['ip_path'] or module.get_bin_path('ip', required=False)
+
+
+def _read_text(path):
+    try:
+        with open(path) as handle:
+            return handle.read().strip()
+    except (IOError, OSError):
+        return None
+
+
+def _peer_address(name):
+    """An IPv4 address of a peer: the name itself, or what the node resolves it to (None if it cannot)."""
+    try:
+        return str(ipaddress.IPv4Address(str(name)))
+    except ValueError:
+        try:
+            return socket.gethostbyname(str(name))
+        except (OSError, UnicodeError):
+            return None
+
+
+def _route_dev(module, ip_path, address):
+    """The device of `ip -j route get ADDRESS` (None: no route, or unreadable)."""
+    if not address:
+        return None
+    rc, out, dummy = module.run_command([ip_path, '-j', 'route', 'get', address])
+    if rc != 0:
+        return None
+    try:
+        data = json.loads(out)
+    except ValueError:
+        return None
+    first = data[0] if isinstance(data, list) and data and isinstance(data[0], dict) else {}
+    return first.get('dev')
+
+
+def _management(module, addresses):
+    """What the node has of management_interface, and its problems (module_utils/_layout.management_problems)."""
+    p = module.params
+    name = p['management_interface']
+    net = os.path.join(p['sysfs_root'], 'class', 'net')
+    ip_path = _ip_path(module)
+    exists = name in addresses or os.path.isdir(os.path.join(net, name))
+    found = {'interface': name, 'exists': exists, 'ipv4': list(addresses.get(name) or []), 'routes': {},
+             'interfaces': sorted(set(addresses) | set(os.listdir(net) if os.path.isdir(net) else []))}
+    found['up'] = exists and link_is_up(_read_text(os.path.join(net, name, 'operstate')),
+                                        _read_text(os.path.join(net, name, 'carrier')) == '1')
+    if not ip_path:
+        found['error'] = 'the iproute2 ip command was not found'
+    elif exists:
+        for peer, given in sorted((p['management_peers'] or {}).items()):
+            address = _peer_address(given)
+            found['routes'][str(given)] = _route_dev(module, ip_path, address)
+    peers = sorted((str(k), str(v)) for k, v in (p['management_peers'] or {}).items())
+    found['problems'] = management_problems(name, p['node'] or 'this node', found,
+                                            p['management_address'] or '', peers, p['management_address_required'])
+    found.pop('interfaces')
+    return found
+
+
 def _read_addresses(module, result):
     ip_path = module.params['ip_path']
     if ip_path:
@@ -352,8 +479,13 @@ def run_module():
             source=dict(type='str', default='auto', choices=['auto', 'ibdev2netdev', 'sysfs']),
             ibdev2netdev_path=dict(type='path'),
             sysfs_root=dict(type='path', default='/sys'),
-            port=dict(type='str', default='auto', choices=['auto', '0', '1']),
+            port=dict(type='str', default='auto', choices=['auto', '0', '1', 'none']),
             ip_path=dict(type='path'),
+            management_interface=dict(type='str'),
+            management_address=dict(type='str'),
+            management_peers=dict(type='dict', default={}),
+            management_address_required=dict(type='bool', default=False),
+            node=dict(type='str'),
         ),
         supports_check_mode=True,
     )
@@ -378,6 +510,13 @@ def run_module():
     sysfs_entries = read_sysfs(sysfs_root) if have_sysfs else []
     addresses = _read_addresses(module, result)
     result['interfaces'] = merge_interfaces(sysfs_entries, ibdev_entries, addresses)
+
+    if module.params['management_interface']:
+        result['management'] = _management(module, addresses)
+        if result['management']['problems']:
+            module.fail_json(msg=' '.join(result['management']['problems']), **result)
+    if module.params['port'] == 'none':
+        module.exit_json(**result)
 
     try:
         selection = select_pair(result['interfaces'], module.params['port'])

@@ -329,6 +329,11 @@ def _pyplot():
     return plt
 
 
+def _ticker():
+    import matplotlib.ticker
+    return matplotlib.ticker
+
+
 def _color(plt, index):
     return plt.get_cmap("tab10")(index % 10)
 
@@ -359,6 +364,12 @@ def draw(report, out_dir):
     ax1.set_ylabel("output tokens/s (median, min-max)")
     ax1.legend(fontsize=7)
     ax1.grid(alpha=0.3)
+    # Draft lengths are whole numbers: integer ticks, half a length of margin (one length alone is not a 0.2 span).
+    lengths = sorted({d for s in plots["throughput_vs_draft"]["series"] for d in s["draft_length"] or []})
+    for axis in (ax1, ax2):
+        axis.xaxis.set_major_locator(_ticker().MaxNLocator(integer=True, min_n_ticks=1))
+        if lengths:
+            axis.set_xlim(lengths[0] - 0.5, lengths[-1] + 0.5)
     ax2.set_title("Acceptance rate vs draft length")
     ax2.set_xlabel("draft length (tokens)")
     ax2.set_ylabel("accepted / drafted tokens")
@@ -430,6 +441,7 @@ def draw(report, out_dir):
         ax.legend(fontsize=7)
     else:
         ax.set_title("Acceptance by draft position (no per-position counters)")
+    ax.xaxis.set_major_locator(_ticker().MaxNLocator(integer=True, min_n_ticks=1))
     ax.set_xlabel("draft position (1 = first drafted token)")
     ax.set_ylabel("accepted at this position per draft")
     ax.set_ylim(0, 1.05)

@@ -788,10 +788,51 @@ def vllm_speculative_config(dep, r, draft_revision, errors):
     return spec
 
 
+def management_bootstrap(settings):
+    """Whether NCCL, UCX and OpenMPI (vLLM: NCCL and Gloo) bootstrap over the management interface."""
+    return settings.get("specdec_nccl_bootstrap") == "management_interface"
+
+
+def _bootstrap_env(dep, layout):
+    """The launch spec's bootstrap variables (module_utils/_layout.launch_env): {} for fabric_interfaces."""
+    s = dep["settings"]
+    if not management_bootstrap(s):
+        return {}
+    return _layout.launch_env(layout or "direct", "management_interface",
+                              s.get("specdec_nccl_management_interface") or _layout.DEFAULT_MANAGEMENT_INTERFACE,
+                              engine="vllm" if dep["engine"] == "vllm" else "trtllm")
+
+
+def _master_addr(dep, errors):
+    """vLLM's --master-addr across Sparks: the head's first fabric address, or with specdec_nccl_bootstrap:
+    management_interface its management address (ansible_host, an IP address: the torch.distributed store and
+    vLLM's message queue of the rendezvous, over the management interface as NVIDIA's NCCL runbook bootstraps)."""
+    s = dep["settings"]
+    if management_bootstrap(s):
+        addr = str((dep.get("addresses") or {}).get(dep["head"]) or "").strip()
+        if _is_ip_literal(addr):
+            return addr
+        errors.append("specdec_nccl_bootstrap: management_interface makes vLLM's --master-addr the head's management "
+                      "address, but the ansible_host of %s is %s, not an IP address; set ansible_host of %s to its "
+                      "management IPv4 address, or set specdec_nccl_bootstrap: fabric_interfaces."
+                      % (dep["head"], repr(addr) if addr and addr != dep["head"] else "not set", dep["head"]))
+        return None
+    # The head's address in the deployment's layout (a pair: today's scheme; a switch: its shared subnet; issue 24).
+    layout = _layout.resolve_layout(s.get("specdec_layout"), len(dep["members"]),
+                                    bool(s.get("specdec_layout_accept_four_node_ring")))[0]
+    addrs, err = _layout.node_addresses(layout, s, 0, len(dep["members"]))
+    head_addr = str(addrs[0]).split("/", maxsplit=1)[0] if addrs and not err else None
+    if head_addr is None:
+        errors.append("netplan_qsfp_addresses: cannot derive the head's fabric address for --master-addr (%s); set the "
+                      "fabric addresses (netplan_qsfp_*)." % (err or "none"))
+    return head_addr
+
+
 def _argv_vllm(dep, r, target_revision, spec, errors):
     """vllm serve's argv on the head and, across Sparks, on each headless worker: {host: argv}.
 
-    Head: ``--nnodes N --node-rank 0 --master-addr <head fabric address> --master-port P``; worker i: the same with
+    Head: ``--nnodes N --node-rank 0 --master-addr <head fabric address> --master-port P`` (the head's management
+    address with specdec_nccl_bootstrap: management_interface, ``_master_addr``); worker i: the same with
     ``--node-rank i --headless`` (vLLM's multi-node without Ray)."""
     s = dep["settings"]
     extra = _extra_args(s, errors)
@@ -834,14 +875,7 @@ def _argv_vllm(dep, r, target_revision, spec, errors):
     tail = preset_args + extra
     if len(members) < 2:
         return base + tail, {}
-    # The head's address in the deployment's layout (a pair: today's scheme; a switch: its shared subnet; issue 24).
-    layout = _layout.resolve_layout(s.get("specdec_layout"), len(members),
-                                    bool(s.get("specdec_layout_accept_four_node_ring")))[0]
-    addrs, err = _layout.node_addresses(layout, s, 0, len(members))
-    head_addr = str(addrs[0]).split("/", maxsplit=1)[0] if addrs and not err else None
-    if head_addr is None:
-        errors.append("netplan_qsfp_addresses: cannot derive the head's fabric address for --master-addr (%s); set the "
-                      "fabric addresses (netplan_qsfp_*)." % (err or "none"))
+    head_addr = _master_addr(dep, errors)
     port = str(s.get("specdec_server_master_port") or 29501)
 
     def rank_flags(rank):
@@ -1285,10 +1319,6 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
                                           bool(s.get("specdec_layout_accept_four_node_ring")))
     if line:
         errors.append(line)
-    if s.get("specdec_nccl_bootstrap") == "management_interface":
-        errors.append("specdec_nccl_bootstrap: management_interface is not passed to the engine container by the "
-                      "playbooks yet (docs/layouts.md), which would still bootstrap NCCL over the QSFP interfaces; "
-                      "remove it (fabric_interfaces, the default).")
     llama = r["engine"] == "llamacpp"
     vllm = r["engine"] == "vllm"
     if vllm and vllm_version is not None and r["method"] in VLLM_METHOD_SINCE:
@@ -1362,6 +1392,14 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
         if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", str(key)):
             errors.append("specdec_server_env: '%s' is not an environment variable name; use letters, digits and _." % key)
         env[str(key)] = str(value)
+    # The bootstrap interfaces (specdec_nccl_bootstrap) across Sparks, from module_utils/_layout.fabric_env as the
+    # engine container's: none with the default fabric_interfaces (the container holds them; a pair's launch spec and
+    # fingerprint stay what they were), the management interface's variables with management_interface.
+    boot = _bootstrap_env(dep, layout) if len(dep["members"]) > 1 and not llama else {}
+    for key in sorted(set(boot) & set(env)):
+        errors.append("specdec_server_env: %s is set by specdec_nccl_bootstrap: management_interface (%s, from "
+                      "specdec_nccl_management_interface); remove it from specdec_server_env." % (key, boot[key]))
+    env.update(boot)
     if not llama and s.get("specdec_server_hf_hub_offline", True) in (True, "true", "yes", "True", 1):
         env["HF_HUB_OFFLINE"] = "1"
     if tiktoken:

@@ -471,9 +471,16 @@ def check_nccl_env(node, probe, ctx):
         return "skip", "skipped: cannot inspect container %s (not created yet, or Docker not usable): %s" % (
             ctx["container"], reason)
     env = container_env(cmd["stdout"])
+    shown = ", ".join("%s=%s" % (name, env.get(name, "unset")) for name in INTERFACE_ENV)
+    boot = ctx.get("bootstrap_env") or {}
+    if all(boot.get(name) for name in INTERFACE_ENV):
+        # specdec_nccl_bootstrap: management_interface: the plan's launch spec names the interface (the container's
+        # environment comes from the same function, module_utils/_layout.fabric_env).
+        ok = all(env.get(name, "") == boot[name] for name in INTERFACE_ENV)
+        return ("pass" if ok else "fail"), "container has %s; the launch bootstraps over %s (specdec_nccl_bootstrap)" % (
+            shown, boot["NCCL_SOCKET_IFNAME"])
     want = (ctx["fabric"].get(node) or {}).get("nccl_socket_ifname") or ""
     ok = bool(want) and all(env.get(name, "") == want for name in INTERFACE_ENV)
-    shown = ", ".join("%s=%s" % (name, env.get(name, "unset")) for name in INTERFACE_ENV)
     return ("pass" if ok else "fail"), "container has %s; the Up interfaces are %s" % (shown, want or "unknown")
 
 
@@ -962,6 +969,8 @@ def context(hosts, probes, fabric=None, hf_results=None, plan=None, settings=Non
         "exposure": inner.get("exposure"),
         "api_key": bool(inner.get("api_key")),
         "allowed_networks": list(inner.get("allowed_networks") or []),
+        # The bootstrap variables of the launch spec (specdec_nccl_bootstrap: management_interface; else none).
+        "bootstrap_env": {k: v for k, v in (inner.get("rank_env") or {}).items() if k in INTERFACE_ENV},
         "image": deployment.get("image") or inner.get("image") or "",
         "two": (deployment.get("topology") or inner.get("topology") or "two_sparks") != "single_spark",
         # The fabric layout of the plan (direct, ring, switch; None for one Spark): the cabling check follows it.

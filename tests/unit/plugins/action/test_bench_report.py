@@ -268,3 +268,22 @@ def test_gate_from_runs_with_both_runs_log_probabilities_shows_both_margins(tmp_
     tie = next(p for p in result["gate"]["points"]["4"]["prompts"] if p["status"] == "tie")["tie"]
     assert (tie["margin"], tie["speculative_margin"]) == (0.03, 0.03)
     assert "| tie | 0 | `%s` | `y` | 0.030 | 0.030 |" % words[0] in (tmp_path / "g" / "report.md").read_text()
+
+
+def test_plots_tick_whole_draft_lengths_only(tmp_path, monkeypatch):
+    # One draft length (the vLLM scenario's none and 2): its axis showed 1.900, 1.925, ... before.
+    runs = [r for r in synthetic_runs() if r["point"] in ("none", 4)]
+    report = _bench_report.build(runs, objective={"concurrency": 1})
+    ticks = {}
+
+    def keep(fig, plt, out_dir, name):
+        ticks[name] = [[t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]] for ax in fig.axes]
+        plt.close(fig)
+        return str(tmp_path / name)
+
+    monkeypatch.setattr(_bench_report, "_save", keep)
+    _bench_report.draw(report, str(tmp_path))
+    for name in ("throughput_vs_draft", "acceptance_by_position"):
+        for axis_ticks in ticks[name]:
+            assert axis_ticks and all(float(t).is_integer() for t in axis_ticks), (name, axis_ticks)
+    assert ticks["throughput_vs_draft"][0] == [4.0]

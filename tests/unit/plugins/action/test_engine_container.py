@@ -310,3 +310,32 @@ def test_a_failed_write_fails_the_task_before_the_container_changes():
                     wait={"elapsed": 0}, files={"failed": True, "msg": "/s/entrypoint.sh: Permission denied"})
     result = run(node, files=FILES)[0]
     assert result["failed"] is True and "Permission denied" in result["msg"] and "apply" not in node.keys()
+
+
+def test_a_container_not_running_yet_is_read_again(monkeypatch):
+    """Right after a node restart docker exec meets a restarting container: tried again, then the version is read."""
+    monkeypatch.setattr(engine_container.time, "sleep", lambda seconds: None)
+    answers = [{"failed": True, "msg": "Error response from daemon: Container c1 is restarting, wait until the "
+                "container is running"}, {"rc": 0, "stdout": "0.32.0+cpu\n"}]
+    node = Node(plan={"changed": False, "container": RUNNING}, version=lambda args: answers.pop(0))
+    result = run(node, image=RELEASE, sshd_port=0, engine="vllm")[0]
+    assert node.keys() == ["plan", "version", "version"]
+    assert result["image_info"]["package_version"] == "0.32.0+cpu" and "package_version_error" not in result["image_info"]
+
+
+def test_a_version_read_that_keeps_failing_says_why(monkeypatch):
+    slept = []
+    monkeypatch.setattr(engine_container.time, "sleep", slept.append)
+    node = Node(plan={"changed": False, "container": RUNNING},
+                version={"failed": True, "msg": "Error response from daemon: Container c1 is not running"})
+    result = run(node, image=RELEASE, sshd_port=0, engine="vllm")[0]
+    assert node.keys() == ["plan"] + ["version"] * engine_container.EXEC_TRIES
+    assert len(slept) == engine_container.EXEC_TRIES - 1
+    assert result["image_info"]["package_version"] == ""
+    assert result["image_info"]["package_version_error"] == "Error response from daemon: Container c1 is not running"
+    # An image without the package: one read, no retry.
+    node = Node(plan={"changed": False, "container": RUNNING},
+                version={"rc": 1, "stderr": "Traceback ...\nimportlib.metadata.PackageNotFoundError: vllm"})
+    result = run(node, image=RELEASE, sshd_port=0, engine="vllm")[0]
+    assert node.keys() == ["plan", "version"]
+    assert result["image_info"]["package_version_error"] == "importlib.metadata.PackageNotFoundError: vllm"

@@ -64,3 +64,17 @@ def test_a_deferred_restart_keeps_the_state_file_and_warns_on_the_head():
     stopped = run(changed, topology="single_spark", image=LLAMA_IMAGE, commits=COMMITS, state=state,
                   server_running=False, defer_restart=True)
     assert stopped["decision"]["action"] == "start" and stopped["state_after"]["running"]["max_draft_len"] == 5
+
+
+VLLM = {"specdec_engine": "vllm", "trtllm_container_image": "vllm/vllm-openai:v0.28.0"}
+
+
+def test_an_unreadable_vllm_version_names_why_the_read_failed():
+    image = {"name": "vllm/vllm-openai:v0.28.0", "id": "sha256:" + "8" * 64, "env": [], "labels": {},
+             "package_version": "", "package_version_error": "Error response from daemon: Container c1 is not running"}
+    result = run(VLLM, topology="single_spark", image=image, commits={})
+    assert result["failed"]
+    assert ("trtllm_container_image: cannot read the vLLM version of vllm/vllm-openai:v0.28.0: python3 in the engine "
+            "container failed (Error response from daemon: Container c1 is not running)") in result["msg"]
+    result = run(VLLM, topology="single_spark", image=dict(image, package_version_error=None), commits={})
+    assert result["failed"] and "(no vllm package metadata in the container)" in result["msg"]

@@ -96,12 +96,3 @@ def test_check_fabric_uses_the_layouts_plan():
     pair = _plan.check_fabric(["a", "b"], lambda h: {}, {"a": "192.168.100.5"})
     assert pair[0].startswith("netplan_qsfp_link_subnets: fabric subnet 192.168.100.0/24 of a contains the management "
                               "address 192.168.100.5 of a")
-
-
-def test_management_bootstrap_is_refused_until_the_playbooks_pass_it():
-    built = _build(["spark-1", "spark-2"], specdec_nccl_bootstrap="management_interface")
-    assert [e for e in built["errors"] if e.startswith("specdec_nccl_bootstrap:")] == [
-        "specdec_nccl_bootstrap: management_interface is not passed to the engine container by the playbooks yet "
-        "(docs/layouts.md), which would still bootstrap NCCL over the QSFP interfaces; remove it (fabric_interfaces, "
-        "the default)."]
-    assert _build(["spark-1", "spark-2"], specdec_nccl_bootstrap="fabric_interfaces")["errors"] == []
