@@ -4,7 +4,7 @@
 """Action plugin of sparkops.specdec.fleet_deploy: controller-side; the deployments' own runs contact the hosts.
 
 It cuts the inventory into deployments (plugin_utils/_fleet.py), runs each deployment's playbook
-(two_sparks.yml for a pair, single_spark.yml for a single Spark) as its own ansible-playbook process,
+(two_sparks.yml for a pair, spark_cluster.yml for three or four Sparks, single_spark.yml for a single Spark) as its own ansible-playbook process,
 several at once, and reports which deployments serve and which do not. The documentation is in
 plugins/modules/fleet_deploy.py.
 """

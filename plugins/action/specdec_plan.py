@@ -46,20 +46,31 @@ class ActionModule(ActionBase):
     _scrub = None
 
     @staticmethod
-    def _fleet_errors(fleet, mine, play_hosts, groups, own=True):
-        """The inventory's problems for two_sparks.yml: the play's deployments, whole, one pair."""
+    def _fleet_errors(fleet, mine, play_hosts, groups, own=True, topology="two_sparks"):
+        """The inventory's problems for two_sparks.yml (one pair) or spark_cluster.yml (one deployment of two to
+        four Sparks): the play's deployments, whole, one deployment of the playbook's size."""
         errors = []
         for dep in mine if own else []:
             errors += [e for e in dep["errors"] if e not in errors]
         errors += _fleet.check_limit(fleet, play_hosts, groups)
+        book = _fleet.PLAYBOOKS[topology]
         if len(mine) > 1:
-            errors.append("inventory: the play holds %d deployments (%s); two_sparks.yml deploys one pair: --limit "
-                          "to one (e.g. --limit <group>), or deploy them all with playbooks/fleet.yml." % (len(mine), ", ".join(d["id"] for d in mine)))
+            errors.append("inventory: the play holds %d deployments (%s); %s deploys one %s: --limit "
+                          "to one (e.g. --limit <group>), or deploy them all with playbooks/fleet.yml."
+                          % (len(mine), ", ".join(d["id"] for d in mine), book,
+                             "pair" if topology == "two_sparks" else "deployment"))
         elif mine and len(mine[0]["members"]) == 1:
             host = mine[0]["members"][0]
-            errors.append("inventory: two_sparks.yml needs a pair, but deployment %s has one Spark (%s); serve it with "
-                          "playbooks/single_spark.yml (-e single_spark_host=%s), or give its pair the same "
-                          "specdec_deployment_id." % (mine[0]["id"], host, host))
+            errors.append("inventory: %s needs %s, but deployment %s has one Spark (%s); serve it with "
+                          "playbooks/single_spark.yml (-e single_spark_host=%s), or give its %s the same "
+                          "specdec_deployment_id." % (book, "a pair" if topology == "two_sparks" else "two to four Sparks",
+                                                      mine[0]["id"], host, host,
+                                                      "pair" if topology == "two_sparks" else "other Sparks"))
+        elif mine and topology == "two_sparks" and len(mine[0]["members"]) > 2:
+            # Issue 24: the pair's main job stays a pair's; three or four Sparks have their own playbook.
+            errors.append("inventory: two_sparks.yml deploys a pair, but deployment %s has %d Sparks (%s); deploy it "
+                          "with playbooks/spark_cluster.yml (or playbooks/fleet.yml)."
+                          % (mine[0]["id"], len(mine[0]["members"]), ", ".join(mine[0]["members"])))
         return errors
 
     def _failed(self, result, dep_id, deployment, errors):
@@ -79,7 +90,9 @@ class ActionModule(ActionBase):
         play_hosts = list(task_vars.get("ansible_play_hosts_all") or [me])
         topology = args.get("topology") or ("two_sparks" if len(play_hosts) > 1 else "single_spark")
         if topology not in _plan.TOPOLOGIES:
-            raise AnsibleError("specdec_plan: topology must be two_sparks or single_spark, got %s" % topology)
+            raise AnsibleError("specdec_plan: topology must be two_sparks, spark_cluster or single_spark, got %s"
+                               % topology)
+        multi = topology in _plan.MULTI_NODE
 
         hostvars = task_vars["hostvars"]
         specs = _action.specs()
@@ -98,7 +111,7 @@ class ActionModule(ActionBase):
 
         fleet = _inventory.fleet(groups, play_hosts, hostvars, getattr(self, "_loader", None))
         fleet_head = None
-        if topology == "two_sparks":
+        if multi:
             mine = _fleet.deployments_of(fleet, play_hosts)
             unnamed = _unnamed_hosts(fleet)
             heads = [h for h in groups.get("spark_head") or [] if h in unnamed]
@@ -113,10 +126,10 @@ class ActionModule(ActionBase):
                                   % (heads, workers))
                 else:
                     # Its head and size were checked above and by the settings, in today's words.
-                    errors += self._fleet_errors(fleet, mine, play_hosts, groups, own=False)
+                    errors += self._fleet_errors(fleet, mine, play_hosts, groups, own=False, topology=topology)
             else:
                 # Deployments named by specdec_deployment_id, or hosts standing alone.
-                errors += self._fleet_errors(fleet, mine, play_hosts, groups)
+                errors += self._fleet_errors(fleet, mine, play_hosts, groups, topology=topology)
                 dep = mine[0]
                 members, fleet_head = list(dep["members"]), dep["head"]
                 if errors:
@@ -185,7 +198,7 @@ class ActionModule(ActionBase):
         head = None
         if members:
             explicit = user.get(members[0], {}).get("specdec_head_host")
-            head = fleet_head or explicit or (members[0] if topology == "two_sparks" else me)
+            head = fleet_head or explicit or (members[0] if multi else me)
         settings = dict(defaults)
         settings.update(user.get(head, user.get(me, {})))
         # One deployment has one value per setting: the same on every member.
@@ -200,7 +213,10 @@ class ActionModule(ActionBase):
                              else ", ".join("%s (%s)" % (h, v) for h, v in values.items()))
                     errors.append("%s: differs between %s; a deployment has one value, set it once for the group "
                                   "(e.g. in group_vars/spark_nodes.yml)." % (name, shown))
-        if topology == "two_sparks":
+        if multi:
+            # The deployment's topology is its size's (a pair deployed by spark_cluster.yml is recorded as by
+            # two_sparks.yml: the same plan and state file).
+            topology = _fleet.topology_of(len(members))
             ids = {}
             for host in members:
                 try:
@@ -213,7 +229,12 @@ class ActionModule(ActionBase):
             line = _container.same_image_problem(ids, settings.get("trtllm_container_image"), consequence="")
             if line:
                 errors.append(line)
-            for line in _plan.check_fabric(members, lambda h: dict(defaults, **user.get(h, {})), addresses):
+            # The fabric's node order is the play's (inventory) order, as netplan_qsfp indexes the nodes (netplan_qsfp_nodes:
+            # a ring's S1, S2, S3; a switch's node N), not the head-first order of the members.
+            fabric_order = [h for h in play_hosts if h in members]
+            if sorted(fabric_order) != sorted(members) or settings.get("specdec_layout") not in ("ring", "switch"):
+                fabric_order = members
+            for line in _plan.check_fabric(fabric_order, lambda h: dict(defaults, **user.get(h, {})), addresses):
                 if line not in errors:
                     errors.append(line)
         dep = _plan.deployment_from_inventory(settings, topology, members, head or me, addresses)

@@ -19,6 +19,8 @@
 - ``specs | sparkops.specdec.trtllm_container_sshd_targets(hostfile_hosts)`` (``specs``: each node's
   ``trtllm_container_spec``): what the head probes before mpirun (module container_sshd_wait): each hostfile address
   with the node whose container sshd listens there.
+- ``fabric | sparkops.specdec.fabric_hostfile_hosts(layout, head)`` (``fabric``: each node's ``netplan_qsfp_fabric``,
+  in the deployment's fabric order): the OpenMPI hostfile's addresses, head first, in the layout's plan (issue 24).
 
 A refusal fails the task that uses the filter, before the task changes anything, with a one-line message.
 """
@@ -29,7 +31,7 @@ from collections.abc import Mapping
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _container
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _layout
 
 
 def trtllm_container_spec(settings):
@@ -102,6 +104,20 @@ def trtllm_container_sshd_targets(specs, hostfile_hosts):
         raise AnsibleFilterError(str(exc)) from None
 
 
+def fabric_hostfile_hosts(fabric, layout, head):
+    """The OpenMPI hostfile's addresses of a deployment, head first (module_utils/_layout.hostfile_addresses):
+    ``fabric`` maps each node, in the deployment's fabric order, to its published ``netplan_qsfp_fabric``."""
+    if not isinstance(fabric, Mapping):
+        raise AnsibleFilterError("fabric_hostfile_hosts: expected a mapping of node to netplan_qsfp_fabric, got %s"
+                                 % type(fabric).__name__)
+    published = {str(h): (f if isinstance(f, Mapping) else {}) for h, f in fabric.items()}
+    hosts, error = _layout.hostfile_addresses(None if layout in (None, "", _layout.AUTO) else str(layout), str(head),
+                                              list(published), published)
+    if error:
+        raise AnsibleFilterError(error)
+    return hosts
+
+
 class FilterModule(object):
     def filters(self):
         return {
@@ -112,4 +128,5 @@ class FilterModule(object):
             "trtllm_image_problems": trtllm_image_problems,
             "trtllm_image_fetch_failure": trtllm_image_fetch_failure,
             "trtllm_container_sshd_targets": trtllm_container_sshd_targets,
+            "fabric_hostfile_hosts": fabric_hostfile_hosts,
         }

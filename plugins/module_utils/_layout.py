@@ -299,6 +299,61 @@ def cabling_problems(layout, facts, members):
     return problems
 
 
+def published_cabling_problems(layout, nodes, fabric):
+    """``cabling_problems`` from what the netplan_qsfp role publishes on each node (``netplan_qsfp_fabric``: ``port``,
+    the cabled port, and ``links``, the link state of every ConnectX-7 interface nccl_interface_info read).
+
+    ``nodes``: the deployment's nodes in their fabric order (netplan_qsfp_nodes: the ring's S1, S2, S3);
+    ``fabric``: host -> its ``netplan_qsfp_fabric`` (a node without one: one line). ``layout`` None or ``auto`` is
+    ``direct``. Returns one line per problem, [] when the nodes are cabled as the layout needs."""
+    layout = "direct" if layout in (None, "", AUTO) else str(layout)
+    facts = {}
+    for host in nodes:
+        published = (fabric or {}).get(host)
+        if isinstance(published, dict):
+            facts[host] = {"selected_port": published.get("port"), "interfaces": published.get("links") or []}
+    return cabling_problems(layout, facts, list(nodes))
+
+
+def hostfile_addresses(layout, head, nodes, fabric):
+    """``(addresses, error)``: the OpenMPI hostfile of a deployment, one fabric address per node, head first (mpirun's
+    ssh and the ranks' rendezvous start on the head, so every address must be one the head reaches directly).
+
+    ``nodes``: the deployment's nodes; ``fabric``: host -> its ``netplan_qsfp_fabric`` (``ips``, bare addresses, and
+    ``addresses``, the same with their prefix: the cabled port's two, a ring's four in RING_NETDEVS order).
+    ``direct`` and ``switch``: each node's address on logical link 1 (today's pair, byte for byte; a switch's shared
+    subnet). ``ring``: the head's first address, and each other node's address on the cable it shares with the head
+    (in a 3-node ring every node is the head's neighbour); a node not cabled to the head (the far node of a 4-node
+    ring) is the error, one line naming the fix."""
+    order = [head] + [n for n in nodes if n != head]
+    first = [str(((fabric.get(n) or {}).get("ips") or [""])[0]) for n in order]
+    if layout != "ring":
+        return first, None
+    own = []
+    for cidr in (fabric.get(head) or {}).get("addresses") or []:
+        try:
+            own.append(ipaddress.IPv4Interface(str(cidr)).network)
+        except ValueError:
+            continue
+    out = first[:1]
+    for node in order[1:]:
+        found = None
+        for cidr in (fabric.get(node) or {}).get("addresses") or []:
+            try:
+                iface = ipaddress.IPv4Interface(str(cidr))
+            except ValueError:
+                continue
+            if any(iface.ip in net for net in own):
+                found = str(iface.ip)
+                break
+        if found is None:
+            return [], ("specdec_layout: %s is not cabled to the head %s in this ring, so mpirun on the head cannot "
+                        "reach it over the fabric; only 3-node rings (every node the head's neighbour) are supported: "
+                        "use specdec_layout: switch for four Sparks." % (node, head))
+        out.append(found)
+    return out, None
+
+
 def _nets(cidrs):
     out = set()
     for cidr in cidrs or []:

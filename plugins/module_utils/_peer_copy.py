@@ -364,33 +364,54 @@ def sender_manifest(target, repo_id, commit, allow_patterns=None, ignore_pattern
 # --------------------------------------------------------------------------- transport
 
 
+# Seconds between the attempts of one file's ssh when ssh itself failed (exit 255) before any byte arrived: with three
+# or four Sparks every receiver copies from the one head at once (receivers x models x streams), more unauthenticated
+# connections than sshd's MaxStartups (default 10:30:100) lets through, and it resets some (issue 24).
+RETRY_DELAYS = (0.5, 1, 2, 4)
+SSH_FAILED = 255
+
+
 class SshTransport:
     """``ssh [options] ADDRESS cat -- PATH``: the peer's file on stdout (the SSH mesh's client, no extra tool)."""
 
-    def __init__(self, address, options=DEFAULT_SSH_OPTIONS, connect_timeout=10, ssh='ssh'):
+    def __init__(self, address, options=DEFAULT_SSH_OPTIONS, connect_timeout=10, ssh='ssh', retry_delays=RETRY_DELAYS):
         self.address = address
         self.argv = [ssh] + list(options) + ['-o', 'ConnectTimeout=%d' % int(connect_timeout), address]
+        self.retry_delays = tuple(retry_delays)
 
     def __call__(self, path, sink):
         self.stream('cat', path, sink)
 
     def stream(self, command, operand, sink):
-        """Run ``COMMAND -- OPERAND`` on the peer and pass its stdout to ``sink`` in blocks; PeerCopyError if it fails."""
+        """Run ``COMMAND -- OPERAND`` on the peer and pass its stdout to ``sink`` in blocks; PeerCopyError if it fails.
+        A connection that ssh itself could not make (exit 255, nothing received) is tried again after each of
+        ``retry_delays``; a remote command that failed (its own exit status) or a stream cut after its first byte is not."""
+        for delay in self.retry_delays + (None,):
+            rc, text, received = self._once(command, operand, sink)
+            if rc == 0:
+                return
+            if rc != SSH_FAILED or received or delay is None:
+                raise PeerCopyError('ssh %s %s %s exited %d: %s' % (self.address, command, operand, rc, text),
+                                    'transport')
+            time.sleep(delay)
+
+    def _once(self, command, operand, sink):
         proc = subprocess.Popen(self.argv + ['%s -- %s' % (command, shlex.quote(operand))], stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         err = []
+        received = 0
         reader = threading.Thread(target=lambda: err.append(proc.stderr.read()))
         reader.start()
         try:
             for block in iter(lambda: proc.stdout.read(CHUNK), b''):
+                received += len(block)
                 sink(block)
         finally:
             proc.stdout.close()
             rc = proc.wait()
             reader.join()
-        if rc != 0:
-            text = (b''.join(err).decode('utf-8', 'replace').strip().splitlines() or ['no message'])[-1]
-            raise PeerCopyError('ssh %s %s %s exited %d: %s' % (self.address, command, operand, rc, text), 'transport')
+        text = (b''.join(err).decode('utf-8', 'replace').strip().splitlines() or ['no message'])[-1] if rc else ''
+        return rc, text, received
 
 
 # --------------------------------------------------------------------------- the receiver

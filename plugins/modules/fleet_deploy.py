@@ -15,9 +15,10 @@ description:
     M(sparkops.specdec.specdec_plan) does (hosts sharing C(specdec_deployment_id) form one, headed by
     C(specdec_head_host); today's C(spark_head) + C(spark_workers) layout is one pair; any other host stands alone).
   - For each deployment it runs that deployment's playbook as its own C(ansible-playbook) process, limited to the
-    deployment's nodes, O(parallel) at a time; C(two_sparks.yml) for a pair (TP=2), C(single_spark.yml) with
-    C(single_spark_host) for a single Spark. Each run keeps its own failure rules (a failed or lost node stops both
-    nodes of its pair, with the per-node report), so a failing deployment stops itself and no other.
+    deployment's nodes, O(parallel) at a time; C(two_sparks.yml) for a pair (TP=2), C(spark_cluster.yml) for three or
+    four Sparks (a ring or a switch, C(specdec_layout)), C(single_spark.yml) with C(single_spark_host) for a single Spark.
+    Each run keeps its own failure rules (a failed or lost node stops every node of its deployment, with the per-node
+    report), so a failing deployment stops itself and no other.
   - Each run inherits this run's inventories, Vault ids and password files, extra vars, connection, C(--become),
     C(--check), C(--diff) and verbosity; it never inherits C(--limit) or tags. Its output (the
     C(ansible.posix.json) stdout callback) is kept in O(log_dir) as C(<id>.json), its stderr as C(<id>.stderr), both
@@ -145,7 +146,7 @@ deployments:
   elements: dict
   contains:
     id: {description: The deployment id., type: str}
-    topology: {description: two_sparks or single_spark., type: str}
+    topology: {description: 'two_sparks (a pair), spark_cluster (three or four Sparks) or single_spark.', type: str}
     members: {description: 'Inventory names of its nodes, head first.', type: list, elements: str}
     head: {description: The node that serves., type: str}
     rc: {description: 'Exit code of its ansible-playbook run (null: not run, or it could not be run or read).', type: int}

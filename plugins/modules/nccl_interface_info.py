@@ -256,6 +256,19 @@ selected_roce_devices:
   type: list
   elements: str
   sample: ["rocep1s0f1", "roceP2p1s0f1"]
+ring_interfaces:
+  description: The four logical netdevs of both ports in a ring's order (port 0 logical 1 and 2, port 1 logical 1 and
+    2). A C(specdec_layout=ring) node uses all four (NVIDIA's connect-three-sparks; module_utils/_layout.RING_NETDEVS).
+  returned: success
+  type: list
+  elements: str
+  sample: ["enp1s0f0np0", "enP2p1s0f0np0", "enp1s0f1np1", "enP2p1s0f1np1"]
+ring_roce_devices:
+  description: RoCE devices of RV(ring_interfaces), in the same order (a ring's E(NCCL_IB_HCA) lists all four).
+  returned: success
+  type: list
+  elements: str
+  sample: ["rocep1s0f0", "roceP2p1s0f0", "rocep1s0f1", "roceP2p1s0f1"]
 nccl_socket_ifname:
   description: Value for E(NCCL_SOCKET_IFNAME), the selected netdevs joined with commas.
   returned: success
@@ -317,6 +330,7 @@ from ansible_collections.sparkops.specdec.plugins.module_utils._layout import ma
 
 from ansible_collections.sparkops.specdec.plugins.module_utils._nccl import (
     CX7_NETDEVS,
+    CX7_ROCE_DEVICES,
     NcclSelectionError,
     env_values,
     merge_interfaces,
@@ -516,6 +530,9 @@ def run_module():
         selected_port=selection['selected_port'],
         selected_interfaces=selection['selected_interfaces'],
         selected_roce_devices=selection['selected_roce_devices'],
+        # A ring (specdec_layout) uses both ports: the four netdevs and their RoCE devices, in the ring's order.
+        ring_interfaces=list(CX7_NETDEVS),
+        ring_roce_devices=list(CX7_ROCE_DEVICES),
     )
     result.update(env_values(selection['selected_interfaces'], selection['selected_roce_devices']))
     module.exit_json(**result)

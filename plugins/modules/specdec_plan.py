@@ -23,7 +23,11 @@ description:
     (no C(specdec_deployment_id) in the play) that is the host of group C(spark_head) and the host of group
     C(spark_workers), as before. A play holding several deployments, half a pair, or one Spark is refused; a run deploys
     one pair (C(--limit) to the pair's group), and C(playbooks/fleet.yml) (M(sparkops.specdec.fleet_deploy)) runs one
-    such run per deployment. With O(topology=single_spark) the member is the one host
+    such run per deployment. With O(topology=spark_cluster) (C(playbooks/spark_cluster.yml)) the members are the one
+    deployment of two to four Sparks the play holds (C(specdec_layout) ring or switch for three or four); a pair
+    planned so is the pair O(topology=two_sparks) plans, and C(two_sparks) refuses more than a pair with one line. The
+    deployment's recorded topology is its size's (V(two_sparks) for a pair, V(spark_cluster) for three or four).
+    With O(topology=single_spark) the member is the one host
     of the play, and the deployment id its C(specdec_deployment_id), else its name.
   - Reads each member's settings as M(sparkops.specdec.specdec_settings) resolved them on that member (registered as
     C(specdec_settings) on every member before this task), so every precedence level counts (role defaults, inventory,
@@ -53,10 +57,10 @@ author:
 options:
   topology:
     description:
-      - V(two_sparks) (TP=2 across a cabled pair) or V(single_spark). Default V(two_sparks) when the play has more than
-        one host, else V(single_spark).
+      - V(two_sparks) (TP=2 across a cabled pair), V(spark_cluster) (two to four Sparks in a ring or through a switch,
+        issue 24) or V(single_spark). Default V(two_sparks) when the play has more than one host, else V(single_spark).
     type: str
-    choices: [two_sparks, single_spark]
+    choices: [two_sparks, single_spark, spark_cluster]
   image:
     description:
       - Facts of the engine image as the C(trtllm_container) role publishes them (C(trtllm_container_image_info)), that is
@@ -169,7 +173,7 @@ deployment:
   type: dict
   contains:
     id: {description: 'Deployment id (C(specdec_deployment_id), else the head''s name).', type: str}
-    topology: {description: two_sparks or single_spark., type: str}
+    topology: {description: 'two_sparks (a pair), spark_cluster (three or four Sparks) or single_spark.', type: str}
     members: {description: 'Inventory names of the nodes, head first.', type: list, elements: str}
     head: {description: 'The node that launches and serves (null when the inventory names none).', type: str}
     engine: {description: Serving engine (trtllm or llamacpp)., type: str}

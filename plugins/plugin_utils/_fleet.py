@@ -4,13 +4,16 @@
 #
 # PRIVATE to the sparkops.specdec collection: how an inventory is cut into deployments. Not a
 # public API; names and messages may change in any release without notice.
-"""Group the hosts of an inventory into deployments (one Spark, or a pair serving TP=2).
+"""Group the hosts of an inventory into deployments (one Spark, a pair, or up to four Sparks in a ring or switch).
 
 Pure functions, plain data in and out (JSON-able), no Ansible import:
 
 * hosts that share a ``specdec_deployment_id`` (a group or host variable) form one deployment;
 * hosts without one keep today's layout: the hosts of groups ``spark_head`` and ``spark_workers``
-  form one deployment (id: the head's name), any other host stands alone (id: its name);
+  form one deployment (id: the head's name; a pair at most), any other host stands alone (id: its name);
+* a named deployment holds 1 to ``MAX_MEMBERS`` (4) Sparks; its topology is ``single_spark`` (one),
+  ``two_sparks`` (a pair, ``playbooks/two_sparks.yml``) or ``spark_cluster`` (three or four,
+  ``playbooks/spark_cluster.yml``; issue 24, docs/layouts.md);
 * the head of a deployment is its ``specdec_head_host``, else its member in group ``spark_head``,
   else its only member.
 
@@ -26,8 +29,10 @@ import re
 
 HEAD_GROUP = "spark_head"
 WORKER_GROUP = "spark_workers"
-# A deployment is one Spark or a pair (TP=2); TP>2 over more Sparks is not supported.
-MAX_MEMBERS = 2
+# A named deployment is one to four Sparks (NVIDIA's layouts: a pair, a 3-node ring, two to four through a switch;
+# module_utils/_layout.MAX_MEMBERS). Today's unnamed layout (spark_head + spark_workers) stays a pair.
+MAX_MEMBERS = 4
+MAX_UNNAMED = 2
 # Ansible's implicit groups: never a deployment's group.
 _IMPLICIT = ("all", "ungrouped")
 
@@ -203,18 +208,17 @@ def group_deployments(hosts, host_vars, groups, group_vars=None):
             line = host_name_problem(dep_id)
             if line:
                 errors.append(line)
-        if len(members) > MAX_MEMBERS:
-            if kind == "groups":
-                errors.append("inventory: groups %s and %s hold %d hosts without specdec_deployment_id (%s); a "
-                              "deployment is one Spark or a pair (TP>2 is not supported): give each pair its own "
-                              "specdec_deployment_id." % (HEAD_GROUP, WORKER_GROUP, len(members), _names(members)))
-            else:
-                errors.append("specdec_deployment_id: deployment %s has %d nodes (%s); a deployment is one Spark or a "
-                              "pair (TP>2 is not supported): give each pair its own specdec_deployment_id."
-                              % (dep_id, len(members), _names(members)))
+        if kind == "groups" and len(members) > MAX_UNNAMED:
+            errors.append("inventory: groups %s and %s hold %d hosts without specdec_deployment_id (%s); without an "
+                          "id they form one pair: give each deployment its own specdec_deployment_id (three or four "
+                          "Sparks also specdec_layout, docs/layouts.md)."
+                          % (HEAD_GROUP, WORKER_GROUP, len(members), _names(members)))
+        elif len(members) > MAX_MEMBERS:
+            errors.append("specdec_deployment_id: deployment %s has %d nodes (%s); a deployment is 1 to %d Sparks: "
+                          "split it, giving each part its own specdec_deployment_id."
+                          % (dep_id, len(members), _names(members), MAX_MEMBERS))
         ordered = ([head] if head else []) + [h for h in members if h != head]
-        deployments.append({"id": dep_id, "members": ordered, "head": head,
-                            "topology": "two_sparks" if len(members) > 1 else "single_spark",
+        deployments.append({"id": dep_id, "members": ordered, "head": head, "topology": topology_of(len(members)),
                             "named": kind == "id", "errors": errors})
 
     # A host that two groups put in different deployments: both deployments are stopped.
@@ -243,6 +247,13 @@ def group_deployments(hosts, host_vars, groups, group_vars=None):
     return {"deployments": deployments, "errors": errors}
 
 
+def topology_of(count):
+    """The topology of a deployment of ``count`` Sparks, which names its playbook (``PLAYBOOKS``)."""
+    if count <= 1:
+        return "single_spark"
+    return "two_sparks" if count == 2 else "spark_cluster"
+
+
 def deployments_of(fleet, play_hosts):
     """The deployments with at least one member among ``play_hosts`` (in the fleet's order)."""
     play = set(play_hosts or [])
@@ -266,10 +277,11 @@ def check_limit(fleet, play_hosts, groups=None):
         if inside and outside:
             group = _group_of(dep["members"], groups)
             example = "--limit %s group" % group if group else "--limit %s" % ",".join(dep["members"])
-            errors.append("--limit: %s %s in the play but %s of deployment %s %s not; a pair deploys together: "
-                          "--limit both (e.g. %s) or neither."
+            whole = ("a pair deploys together: --limit both (e.g. %s) or neither." if len(dep["members"]) == 2 else
+                     "a deployment deploys together: --limit all its nodes (e.g. %s) or none.") % example
+            errors.append("--limit: %s %s in the play but %s of deployment %s %s not; %s"
                           % (_names(inside), "is" if len(inside) == 1 else "are", _names(outside), dep["id"],
-                             "is" if len(outside) == 1 else "are", example))
+                             "is" if len(outside) == 1 else "are", whole))
     return errors
 
 
@@ -278,7 +290,7 @@ def check_limit(fleet, play_hosts, groups=None):
 # ---------------------------------------------------------------------------------------------
 
 # The playbook that deploys a deployment of each topology.
-PLAYBOOKS = {"two_sparks": "two_sparks.yml", "single_spark": "single_spark.yml"}
+PLAYBOOKS = {"two_sparks": "two_sparks.yml", "single_spark": "single_spark.yml", "spark_cluster": "spark_cluster.yml"}
 # The first tier of both playbooks' preflight (the inventory and every setting, no host contacted): fleet_deploy runs
 # it for every deployment before any deployment's run starts (run_argv(..., check=True)).
 CHECK_PLAYBOOK = "preflight_inventory.yml"

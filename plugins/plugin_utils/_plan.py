@@ -84,7 +84,9 @@ VLLM_METHOD_SINCE = {
     "draft_target": ("0.20.1", "vllm-project/vllm#24322, #42005"),
     "dflash": ("0.19.0", "vllm-project/vllm-ascend#7307"),
 }
-TOPOLOGIES = ("two_sparks", "single_spark")
+TOPOLOGIES = ("two_sparks", "single_spark", "spark_cluster")
+# The topologies of more than one Spark: two_sparks.yml deploys a pair, spark_cluster.yml two to four (issue 24).
+MULTI_NODE = ("two_sparks", "spark_cluster")
 
 # The runbook's three setups. Keys of llm_api_options are TensorRT-LLM's own.
 PRESETS = {
@@ -815,7 +817,10 @@ def _master_addr(dep, errors):
                       "management IPv4 address, or set specdec_nccl_bootstrap: fabric_interfaces."
                       % (dep["head"], repr(addr) if addr and addr != dep["head"] else "not set", dep["head"]))
         return None
-    addrs, err = fabric_addresses(s, 0, len(dep["members"]))
+    # The head's address in the deployment's layout (a pair: today's scheme; a switch: its shared subnet; issue 24).
+    layout = _layout.resolve_layout(s.get("specdec_layout"), len(dep["members"]),
+                                    bool(s.get("specdec_layout_accept_four_node_ring")))[0]
+    addrs, err = _layout.node_addresses(layout, s, 0, len(dep["members"]))
     head_addr = str(addrs[0]).split("/", maxsplit=1)[0] if addrs and not err else None
     if head_addr is None:
         errors.append("netplan_qsfp_addresses: cannot derive the head's fabric address for --master-addr (%s); set the "

@@ -30,7 +30,7 @@ import ipaddress
 import json
 import re
 
-from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _container_change, _firewall, _nccl
+from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _container_change, _firewall, _layout, _nccl
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _settings
 
 STATUSES = ("pass", "warn", "fail", "skip")
@@ -427,6 +427,13 @@ def check_same_port(node, probe, ctx):
     mine = ctx["fabric"].get(node) or {}
     if mine.get("failed"):
         return "fail", one_line(mine.get("msg")) or "nccl_interface_info failed"
+    if ctx.get("layout") == "ring":
+        # A ring cables both ports of every Spark (module_utils/_layout.cabling_problems: all four logical
+        # interfaces Up, each cable's ends in one subnet once addressed).
+        facts = {h: ctx["fabric"].get(h) for h in ctx["reached"]}
+        problems = _layout.cabling_problems("ring", facts, list(ctx["reached"]))
+        return ("fail", " ".join(problems)) if problems else ("pass", "ring: all four logical interfaces Up on %s"
+                                                              % ", ".join(ctx["reached"]))
     by_node = [(h, _port_of(ctx["fabric"].get(h))) for h in ctx["reached"]]
     ports = {p for _h, p in by_node}
     text = "cabled port per node: " + ", ".join("%s: port %s" % (h, "unknown" if p is None else p) for h, p in by_node)
@@ -965,7 +972,9 @@ def context(hosts, probes, fabric=None, hf_results=None, plan=None, settings=Non
         # The bootstrap variables of the launch spec (specdec_nccl_bootstrap: management_interface; else none).
         "bootstrap_env": {k: v for k, v in (inner.get("rank_env") or {}).items() if k in INTERFACE_ENV},
         "image": deployment.get("image") or inner.get("image") or "",
-        "two": (deployment.get("topology") or inner.get("topology") or "two_sparks") == "two_sparks",
+        "two": (deployment.get("topology") or inner.get("topology") or "two_sparks") != "single_spark",
+        # The fabric layout of the plan (direct, ring, switch; None for one Spark): the cabling check follows it.
+        "layout": inner.get("layout"),
         "container": settings.get("container", ""),
         "ssh_port": settings.get("ssh_port"),
         "hf_cache_dir": settings.get("hf_cache_dir") or "",

@@ -125,7 +125,7 @@ PLAYBOOK_SETTINGS = {
     'preflight_disk_reserve_bytes': {'type': 'int', 'default': 10 * _GIB},
     'preflight_drop_caches': {'type': 'bool', 'default': False},
     'preflight_report_path': {'type': 'path', 'default': 'preflight-report.json'},
-    'preflight_topology': {'type': 'str', 'default': 'two_sparks', 'choices': ['two_sparks', 'single_spark']},
+    'preflight_topology': {'type': 'str', 'default': 'two_sparks', 'choices': ['two_sparks', 'single_spark', 'spark_cluster']},
     'teardown_remove_models': {'type': 'bool', 'default': False},
     'teardown_remove_netplan': {'type': 'bool', 'default': False},
     'teardown_remove_state': {'type': 'bool', 'default': False},

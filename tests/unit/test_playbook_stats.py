@@ -23,6 +23,7 @@ VERDICTS = ("ansible.builtin.assert", "ansible.builtin.fail", "assert", "fail")
 # The set_stats key each playbook records (docs/awx.md, "Job results"); built by plugins/filter/stats.py.
 KEYS = {
     "two_sparks.yml": "specdec_deploy",
+    "spark_cluster.yml": "specdec_deploy",
     "single_spark.yml": "specdec_deploy",
     "benchmark.yml": "specdec_benchmark_run",
     "teardown.yml": "specdec_teardown",
@@ -52,6 +53,9 @@ def last_play(name):
     plays = yaml.safe_load((PLAYBOOKS / name).read_text())
     assert isinstance(plays, list) and plays, name
     play = plays[-1]
+    if "ansible.builtin.import_playbook" in play:
+        # The deploy play shared by two_sparks.yml and spark_cluster.yml (plays/spark_deploy.yml).
+        return last_play(play["ansible.builtin.import_playbook"])
     assert "hosts" in play, "%s: the last entry is not a play (%s)" % (name, sorted(play))
     return play
 
@@ -155,7 +159,7 @@ def test_endpoint_exposure_line():
         stats.endpoint_exposure({"changed": False})
 
 
-@pytest.mark.parametrize("name", ["two_sparks.yml", "single_spark.yml"])
+@pytest.mark.parametrize("name", ["two_sparks.yml", "spark_cluster.yml", "single_spark.yml"])
 def test_deploy_playbooks_print_the_exposure_before_the_stats(name):
     """Every deploy run says who can call its endpoint (a task of the last play, before its set_stats)."""
     play = last_play(name)

@@ -80,7 +80,7 @@ CASES = [
     ("teardown.yml", ["-e", "confrim=yes"],
      "confrim: not a variable of sparkops.specdec (it would be ignored); did you mean confirm?"),
     ("two_sparks.yml", ["-e", "preflight_topology=three_sparks"],
-     "preflight_topology: \"three_sparks\" is not one of two_sparks, single_spark; did you mean two_sparks?"),
+     "preflight_topology: \"three_sparks\" is not one of two_sparks, single_spark, spark_cluster; did you mean two_sparks?"),
 ]
 
 

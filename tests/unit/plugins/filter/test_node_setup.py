@@ -16,7 +16,7 @@ def test_filters_are_registered():
                                                         "trtllm_sshd_build_failure",
                                                         "trtllm_container_mounts", "trtllm_image_reference_problems",
                                                         "trtllm_image_problems", "trtllm_image_fetch_failure",
-                                                        "trtllm_container_sshd_targets"}
+                                                        "trtllm_container_sshd_targets", "fabric_hostfile_hosts"}
 
 
 def test_container_mounts_filter_lists_every_volume_with_its_type():
@@ -58,3 +58,20 @@ def test_sshd_targets_refuse_a_hostfile_address_no_node_listens_on():
     assert "\n" not in msg
     assert msg.startswith("trtllm_container_hostfile_hosts: 192.168.100.11 ")
     assert "spark-1: 192.168.100.10; spark-2: none" in msg
+
+
+def test_fabric_hostfile_hosts_of_a_pair_and_a_ring():
+    filters = node_setup
+    pair = {"spark-1": {"ips": ["192.168.100.10", "192.168.101.10"]},
+            "spark-2": {"ips": ["192.168.100.11", "192.168.101.11"]}}
+    assert filters.fabric_hostfile_hosts(pair, "direct", "spark-2") == ["192.168.100.11", "192.168.100.10"]
+    assert filters.fabric_hostfile_hosts(pair, "auto", "spark-1") == ["192.168.100.10", "192.168.100.11"]
+    four = {h: {"addresses": a, "ips": [x.split("/", maxsplit=1)[0] for x in a]} for h, a in (
+        ("s1", ["192.168.0.1/24", "192.168.1.1/24", "192.168.6.2/24", "192.168.7.2/24"]),
+        ("s2", ["192.168.2.1/24", "192.168.3.1/24", "192.168.0.2/24", "192.168.1.2/24"]),
+        ("s3", ["192.168.4.1/24", "192.168.5.1/24", "192.168.2.2/24", "192.168.3.2/24"]),
+        ("s4", ["192.168.6.1/24", "192.168.7.1/24", "192.168.4.2/24", "192.168.5.2/24"]))}
+    with pytest.raises(AnsibleFilterError, match="^specdec_layout: s3 is not cabled to the head s1"):
+        filters.fabric_hostfile_hosts(four, "ring", "s1")
+    with pytest.raises(AnsibleFilterError, match="expected a mapping"):
+        filters.fabric_hostfile_hosts(["s1"], "ring", "s1")

@@ -151,3 +151,42 @@ def test_switch_cabling_needs_the_same_port_everywhere():
         'every Spark: recable, or set netplan_qsfp_port.']
     assert _layout.cabling_problems('switch', {'a': facts['a']}, ['a', 'b']) == [
         'b: no link state (sparkops.specdec.nccl_interface_info did not run there).']
+
+
+def _published(addresses):
+    return {'addresses': list(addresses), 'ips': [a.split('/', maxsplit=1)[0] for a in addresses]}
+
+
+def test_hostfile_of_a_pair_is_link_1_head_first_as_before():
+    fabric = {'spark-1': _published(['192.168.100.10/24', '192.168.101.10/24']),
+              'spark-2': _published(['192.168.100.11/24', '192.168.101.11/24'])}
+    assert _layout.hostfile_addresses('direct', 'spark-1', ['spark-1', 'spark-2'], fabric) == (
+        ['192.168.100.10', '192.168.100.11'], None)
+    # The head first, whatever the inventory order (the play's former expression did the same).
+    assert _layout.hostfile_addresses(None, 'spark-2', ['spark-1', 'spark-2'], fabric) == (
+        ['192.168.100.11', '192.168.100.10'], None)
+
+
+def test_hostfile_of_a_switch_is_the_shared_subnet():
+    nodes = ['a', 'b', 'c', 'd']
+    fabric = {h: _published(_layout.switch_addresses(i)) for i, h in enumerate(nodes)}
+    assert _layout.hostfile_addresses('switch', 'a', nodes, fabric) == (
+        ['192.168.100.1', '192.168.100.2', '192.168.100.3', '192.168.100.4'], None)
+
+
+def test_hostfile_of_a_ring_uses_each_nodes_cable_to_the_head():
+    fabric = {h: _published(RUNBOOK_RING[i]) for i, h in enumerate(THREE)}
+    # s1's neighbours: s2 on the s1-s2 cable (192.168.0.2, s2's port 1), s3 on the s3-s1 cable (192.168.2.2).
+    assert _layout.hostfile_addresses('ring', 's1', THREE, fabric) == (['192.168.0.1', '192.168.0.2', '192.168.2.2'],
+                                                                       None)
+    assert _layout.hostfile_addresses('ring', 's2', THREE, fabric) == (['192.168.4.1', '192.168.0.1', '192.168.4.2'],
+                                                                       None)
+
+
+def test_hostfile_of_a_four_node_ring_cannot_reach_the_far_node():
+    four = ['s1', 's2', 's3', 's4']
+    fabric = {h: _published(_layout.ring_addresses(i, 4)) for i, h in enumerate(four)}
+    assert _layout.hostfile_addresses('ring', 's1', four, fabric) == ([], (
+        "specdec_layout: s3 is not cabled to the head s1 in this ring, so mpirun on the head cannot reach it over the "
+        "fabric; only 3-node rings (every node the head's neighbour) are supported: use specdec_layout: switch for "
+        "four Sparks."))

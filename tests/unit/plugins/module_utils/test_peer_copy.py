@@ -391,3 +391,59 @@ def test_ssh_failure_is_one_line_with_its_last_message(tmp_path, fake_ssh):
     assert err.value.kind == 'transport' and '\n' not in err.value.msg
     assert 'ssh 10.0.0.1 cat %s exited 1: ' % entry['source'] in err.value.msg and 'No such file' in err.value.msg
     assert not [n for n in _all_names(tmp_path / 'recv') if _peer_copy.TEMP_PREFIX in n]
+
+
+@pytest.fixture
+def flaky_ssh(tmp_path):
+    """A stand-in ssh client whose first N connections fail as sshd's MaxStartups drops them (exit 255, "Connection
+    reset by ... port 22"), then runs the remote command locally. N is read from the file ``fail``."""
+    script = tmp_path / 'ssh'
+    log = tmp_path / 'ssh.argv'
+    fail = tmp_path / 'fail'
+    script.write_text(
+        '#!%s\nimport subprocess, sys\nopen(%r, "a").write(repr(sys.argv[1:]) + "\\n")\n'
+        'n = int(open(%r).read())\n'
+        'if n > 0:\n    open(%r, "w").write(str(n - 1))\n'
+        '    sys.stderr.write("Connection reset by 10.0.0.1 port 22\\n")\n    sys.exit(255)\n'
+        'sys.exit(subprocess.call(["sh", "-c", sys.argv[-1]]))\n' % (sys.executable, str(log), str(fail), str(fail)))
+    script.chmod(0o755)
+    return str(script), log, fail
+
+
+def test_ssh_refused_before_any_byte_is_tried_again(tmp_path, flaky_ssh):
+    # Issue 24: three or four Sparks copy from one head at once (N-1 receivers x models x 4 streams), more than sshd's
+    # MaxStartups (10:30:100) lets through unauthenticated: it resets some connections. ssh exits 255 before any byte.
+    ssh, log, fail = flaky_ssh
+    fail.write_text('2')
+    sender = make_sender(tmp_path / 'send')
+    manifest = _peer_copy.sender_manifest(sender, REPO, COMMIT, allow_patterns=['config.json'])
+    recv = _receiver(tmp_path)
+    transport = _peer_copy.SshTransport('10.0.0.1', ssh=ssh, retry_delays=(0, 0, 0))
+    r = _peer_copy.receive(recv, REPO, 'main', manifest, transport, 'spark-1', allow_patterns=['config.json'])
+    assert r['copied_files'] == ['config.json'] and len(log.read_text().splitlines()) == 3
+
+
+def test_ssh_refused_every_time_is_one_line_after_the_retries(tmp_path, flaky_ssh):
+    ssh, log, fail = flaky_ssh
+    fail.write_text('9')
+    sender = make_sender(tmp_path / 'send')
+    manifest = _peer_copy.sender_manifest(sender, REPO, COMMIT, allow_patterns=['config.json'])
+    with pytest.raises(_peer_copy.PeerCopyError) as err:
+        _peer_copy.receive(_receiver(tmp_path), REPO, 'main', manifest,
+                           _peer_copy.SshTransport('10.0.0.1', ssh=ssh, retry_delays=(0, 0)), 'spark-1',
+                           allow_patterns=['config.json'])
+    assert err.value.kind == 'transport' and err.value.msg.endswith('exited 255: Connection reset by 10.0.0.1 port 22')
+    assert len(log.read_text().splitlines()) == 3
+
+
+def test_a_failed_remote_command_is_not_tried_again(tmp_path, flaky_ssh):
+    ssh, log, fail = flaky_ssh
+    fail.write_text('0')
+    sender = make_sender(tmp_path / 'send')
+    manifest = _peer_copy.sender_manifest(sender, REPO, COMMIT, allow_patterns=['config.json'])
+    os.unlink(manifest['files'][0]['source'])  # cat exits 1: the peer answered, the file is gone
+    with pytest.raises(_peer_copy.PeerCopyError):
+        _peer_copy.receive(_receiver(tmp_path), REPO, 'main', manifest,
+                           _peer_copy.SshTransport('10.0.0.1', ssh=ssh, retry_delays=(0, 0)), 'spark-1',
+                           allow_patterns=['config.json'])
+    assert len(log.read_text().splitlines()) == 1

@@ -76,15 +76,52 @@ def test_head_that_is_not_a_member():
                              "(e.g. in the group vars of the pair)."]
 
 
-def test_three_members_are_refused():
-    hv = {h: {"specdec_deployment_id": "pair-a", "specdec_head_host": "a1"} for h in ("a1", "a2", "a3")}
-    out = fleet(hv, {})
-    assert out["errors"] == ["specdec_deployment_id: deployment pair-a has 3 nodes (a1, a2, a3); a deployment is one "
-                             "Spark or a pair (TP>2 is not supported): give each pair its own specdec_deployment_id."]
+def test_three_and_four_named_members_are_one_cluster():
+    # Issue 24: a named deployment holds 1 to 4 Sparks; three or four are a spark_cluster (playbooks/spark_cluster.yml).
+    for hosts in (("a1", "a2", "a3"), ("a1", "a2", "a3", "a4")):
+        hv = {h: {"specdec_deployment_id": "ring-a", "specdec_head_host": "a2"} for h in hosts}
+        out = fleet(hv, {})
+        assert out["errors"] == []
+        assert shape(out) == [("ring-a", ["a2"] + [h for h in hosts if h != "a2"], "a2", "spark_cluster")]
+
+
+def test_five_named_members_are_refused():
+    hosts = ("a1", "a2", "a3", "a4", "a5")
+    out = fleet({h: {"specdec_deployment_id": "big", "specdec_head_host": "a1"} for h in hosts}, {})
+    assert out["errors"] == ["specdec_deployment_id: deployment big has 5 nodes (a1, a2, a3, a4, a5); a deployment is "
+                             "1 to 4 Sparks: split it, giving each part its own specdec_deployment_id."]
+
+
+def test_unnamed_groups_stay_one_pair():
     legacy = fleet({"h": {}, "w1": {}, "w2": {}}, {"spark_head": ["h"], "spark_workers": ["w1", "w2"]})
-    assert shape(legacy) == [("h", ["h", "w1", "w2"], "h", "two_sparks")]
-    assert legacy["errors"][0].startswith("inventory: groups spark_head and spark_workers hold 3 hosts without "
-                                          "specdec_deployment_id (h, w1, w2)")
+    assert shape(legacy) == [("h", ["h", "w1", "w2"], "h", "spark_cluster")]
+    assert legacy["errors"] == ["inventory: groups spark_head and spark_workers hold 3 hosts without "
+                                "specdec_deployment_id (h, w1, w2); without an id they form one pair: give each "
+                                "deployment its own specdec_deployment_id (three or four Sparks also specdec_layout, "
+                                "docs/layouts.md)."]
+
+
+@pytest.mark.parametrize("count,topology,playbook", [(1, "single_spark", "single_spark.yml"),
+                                                     (2, "two_sparks", "two_sparks.yml"),
+                                                     (3, "spark_cluster", "spark_cluster.yml"),
+                                                     (4, "spark_cluster", "spark_cluster.yml")])
+def test_each_size_runs_its_playbook(count, topology, playbook):
+    members = ["n%d" % i for i in range(count)]
+    out = fleet({h: {"specdec_deployment_id": "d", "specdec_head_host": "n0"} for h in members}, {})
+    dep = out["deployments"][0]
+    assert dep["topology"] == topology
+    argv = _fleet.run_argv("ansible-playbook", "/c/playbooks", dep, {}, "/tmp/v")
+    assert argv[-1] == "/c/playbooks/" + playbook and argv[argv.index("--limit") + 1] == ",".join(members)
+    check = _fleet.run_argv("ansible-playbook", "/c/playbooks", dep, {}, "/tmp/v", check=True)
+    assert check[-3:] == ["--extra-vars", "preflight_topology=" + topology, "/c/playbooks/preflight_inventory.yml"]
+
+
+def test_limit_cutting_a_cluster_names_all_its_nodes():
+    hv = {h: {"specdec_deployment_id": "sw", "specdec_head_host": "a1"} for h in ("a1", "a2", "a3")}
+    out = fleet(hv, {"switch_a": ["a1", "a2", "a3"]})
+    assert _fleet.check_limit(out, ["a1", "a2"], {"switch_a": ["a1", "a2", "a3"]}) == [
+        "--limit: a1, a2 are in the play but a3 of deployment sw is not; a deployment deploys together: --limit all "
+        "its nodes (e.g. --limit switch_a group) or none."]
 
 
 def test_a_host_in_two_deployments_stops_both():

@@ -298,3 +298,18 @@ def test_trtllm_refuses_vllm_only_methods(method):
     dep = _plan.deployment_from_inventory({"specdec_server_method": method}, "single_spark", ["spark-1"], "spark-1")
     errors = _plan.build_plan(dep)["errors"]
     assert any(e.startswith("specdec_server_method: %s is not available with engine trtllm" % method) for e in errors)
+
+
+def test_switch_cluster_master_addr_is_the_heads_switch_address():
+    # Issue 24: four Sparks through a switch (NVIDIA's plan: node N gets 192.168.100.N): --nnodes 4, the head's
+    # address on the switch's first subnet, one headless worker per other node with its rank.
+    members = ("spark-1", "spark-2", "spark-3", "spark-4")
+    built = plan({"specdec_layout": "switch", "specdec_server_tp_size": 4}, members=members)
+    p = built["plan"]
+    head = p["argv"]
+    assert head[head.index("--nnodes"):head.index("--nnodes") + 6] == [
+        "--nnodes", "4", "--node-rank", "0", "--master-addr", "192.168.100.1"]
+    assert sorted(p["worker_argv"]) == ["spark-2", "spark-3", "spark-4"]
+    assert [flag(p["worker_argv"][h], "--node-rank") for h in members[1:]] == ["1", "2", "3"]
+    assert {flag(a, "--master-addr") for a in p["worker_argv"].values()} == {"192.168.100.1"}
+    assert p["layout"] == "switch" and flag(head, "--tensor-parallel-size") == "4"

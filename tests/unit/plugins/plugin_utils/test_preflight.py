@@ -866,3 +866,33 @@ def test_pending_change_skipped_without_its_fact():
     del probes["spark-2"]["results"][0]["facts"]["pending_change"]
     by_key, dummy = run(probes=probes)
     assert by_key[("pending_change", "spark-2")]["status"] == "skip"
+
+
+def _ring_fabric(host, down=()):
+    # NVIDIA's manual plan for three Sparks (connect-three-sparks), in the ring's netdev order; both ports Up.
+    plan = {"s1": ["192.168.0.1/24", "192.168.1.1/24", "192.168.2.1/24", "192.168.3.1/24"],
+            "s2": ["192.168.4.1/24", "192.168.5.1/24", "192.168.0.2/24", "192.168.1.2/24"],
+            "s3": ["192.168.2.2/24", "192.168.3.2/24", "192.168.4.2/24", "192.168.5.2/24"]}[host]
+    devs = ["enp1s0f0np0", "enP2p1s0f0np0", "enp1s0f1np1", "enP2p1s0f1np1"]
+    return {"selected_port": 1, "selected_interfaces": devs[2:], "nccl_socket_ifname": ",".join(devs[2:]),
+            "interfaces": [{"netdev": d, "speed_mbps": 200000, "state": "down" if d in down else "up",
+                            "ipv4": [plan[i]]} for i, d in enumerate(devs)]}
+
+
+def test_three_sparks_get_the_member_checks_and_a_ring_its_cabling():
+    # Issue 24: a deployment of three Sparks (topology spark_cluster) runs the member checks on every node; in a ring
+    # the cabling check reads all four logical interfaces of each (module_utils/_layout.cabling_problems).
+    plan = copy.deepcopy(PLAN)
+    plan["deployment"].update(topology="spark_cluster", members=["s1", "s2", "s3"], head="s1")
+    plan["plan"].update(layout="ring", tp_size=1, head="s1")
+    hosts = ["s1", "s2", "s3"]
+    fabrics = {h: _ring_fabric(h) for h in hosts}
+    by_key, entries = run(hosts=hosts, probes={h: registered() for h in hosts}, fabrics=fabrics, plan=plan)
+    assert [e["id"] for e in entries] == list(_preflight.CHECK_IDS) * 3
+    assert {by_key[("same_port", h)]["status"] for h in hosts} == {"pass"}
+    fabrics["s3"] = _ring_fabric("s3", down=("enp1s0f0np0",))
+    by_key, entries = run(hosts=hosts, probes={h: registered() for h in hosts}, fabrics=fabrics, plan=plan)
+    assert by_key[("same_port", "s1")]["status"] == "fail"
+    assert by_key[("same_port", "s1")]["message"] == (
+        "s3: enp1s0f0np0 (cable to s1 enp1s0f1np1) not Up; a ring needs all four logical interfaces of every Spark Up: "
+        "cable port 0 of each Spark to port 1 of the next (S1->S2->S3->S1).")
