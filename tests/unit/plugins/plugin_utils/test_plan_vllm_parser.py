@@ -44,6 +44,8 @@ def vllm_python():
     if found.returncode != 0:
         return None
     return ["docker", "run", "--rm", "--network", "none", "--entrypoint", IMAGE_PYTHON, image]
+
+
 COMMITS = {"sparkops-lab/tiny-llama-vllm": "a" * 40, "sparkops-lab/tiny-llama-vllm-draft": "b" * 40}
 
 # argv[0] is "vllm": the rest goes to a parser with vLLM's own `serve` subcommand, which validate() checks as the
