@@ -803,7 +803,7 @@ def _bootstrap_env(dep, layout):
                               engine="vllm" if dep["engine"] == "vllm" else "trtllm")
 
 
-def _master_addr(dep, errors):
+def _master_addr(dep, layout, errors):
     """vLLM's --master-addr across Sparks: the head's first fabric address, or with specdec_nccl_bootstrap:
     management_interface its management address (ansible_host, an IP address: the torch.distributed store and
     vLLM's message queue of the rendezvous, over the management interface as NVIDIA's NCCL runbook bootstraps)."""
@@ -817,9 +817,7 @@ def _master_addr(dep, errors):
                       "management IPv4 address, or set specdec_nccl_bootstrap: fabric_interfaces."
                       % (dep["head"], repr(addr) if addr and addr != dep["head"] else "not set", dep["head"]))
         return None
-    # The head's address in the deployment's layout (a pair: today's scheme; a switch: its shared subnet; issue 24).
-    layout = _layout.resolve_layout(s.get("specdec_layout"), len(dep["members"]),
-                                    bool(s.get("specdec_layout_accept_four_node_ring")))[0]
+    # The head's address in the deployment's layout (build_plan's; a pair: today's scheme; a switch: its shared subnet).
     addrs, err = _layout.node_addresses(layout, s, 0, len(dep["members"]))
     head_addr = str(addrs[0]).split("/", maxsplit=1)[0] if addrs and not err else None
     if head_addr is None:
@@ -828,7 +826,7 @@ def _master_addr(dep, errors):
     return head_addr
 
 
-def _argv_vllm(dep, r, target_revision, spec, errors):
+def _argv_vllm(dep, r, target_revision, spec, layout, errors):
     """vllm serve's argv on the head and, across Sparks, on each headless worker: {host: argv}.
 
     Head: ``--nnodes N --node-rank 0 --master-addr <head fabric address> --master-port P`` (the head's management
@@ -875,7 +873,7 @@ def _argv_vllm(dep, r, target_revision, spec, errors):
     tail = preset_args + extra
     if len(members) < 2:
         return base + tail, {}
-    head_addr = _master_addr(dep, errors)
+    head_addr = _master_addr(dep, layout, errors)
     port = str(s.get("specdec_server_master_port") or 29501)
 
     def rank_flags(rank):
@@ -1349,7 +1347,7 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
         found = commits or {}
         vllm_spec = vllm_speculative_config(dep, r, found.get(r["draft_model"]) or draft_rev if spec_on else None,
                                             errors)
-        argv, worker_argv = _argv_vllm(dep, r, found.get(r["target_model"]) or target_rev, vllm_spec, errors)
+        argv, worker_argv = _argv_vllm(dep, r, found.get(r["target_model"]) or target_rev, vllm_spec, layout, errors)
         tiktoken = False
         text = ""
     elif llama:
