@@ -202,15 +202,15 @@ class ActionModule(ActionBase):
         return result
 
     def _exec_read(self, name, argv, task_vars):
-        """(stdout, None) of ``argv`` run in container ``name``, or ("", the first line of why it failed); a container
-        that is not Running yet is tried again (EXEC_TRIES, EXEC_DELAY)."""
+        """(stdout, None) of ``argv`` run in container ``name``, or ("", the last line of why it failed, at most 300
+        characters); a container that is not Running yet is tried again (EXEC_TRIES, EXEC_DELAY)."""
         why = ""
         for attempt in range(EXEC_TRIES):
             read = _action.run_module(self, DOCKER_EXEC, {"container": name, "argv": argv}, task_vars, check_mode=False)
             if not read.get("failed") and read.get("rc", 1) == 0:
                 return read.get("stdout") or "", None
-            why = to_text(read.get("stderr") or read.get("msg") or "exit status %s" % read.get("rc")).strip()
-            why = (why.splitlines() or ["exit status %s" % read.get("rc")])[-1][:300]
+            lines = to_text(read.get("stderr") or read.get("msg") or "").strip().splitlines()
+            why = (lines[-1] if lines else "exit status %s" % read.get("rc"))[:300]
             if attempt + 1 < EXEC_TRIES and any(t in to_text(read.get("msg") or "") + why for t in EXEC_TRANSIENT):
                 time.sleep(EXEC_DELAY)
                 continue
