@@ -87,6 +87,23 @@ def resolve_layout(setting, count, accept_ring4=False):
     return value, None
 
 
+def bootstrap_problem(layout, bootstrap):
+    """The one-line problem of a ring bootstrapped over its fabric interfaces, else None.
+
+    A ring's Sparks reach each other only over the cable between them: the head's OpenMPI daemon and NCCL's rank 0
+    advertise their first fabric address (port 0, the cable to the next Spark), which the Spark on the head's port 1
+    cannot reach (seen on the lab ring: OpenMPI's out-of-band TCP of the third node times out on 192.168.0.1).
+    NVIDIA's NCCL runbook bootstraps a ring over the management interface and lets NCCL route over the RoCE ports
+    (NCCL_IB_SUBNET_AWARE_ROUTING)."""
+    if layout == "ring" and str(bootstrap or "fabric_interfaces") == "fabric_interfaces":
+        return ("specdec_nccl_bootstrap: a ring's Sparks reach each other only over the cable between them, so OpenMPI "
+                "and NCCL cannot bootstrap over the fabric interfaces (the head advertises its port-0 address, which "
+                "the Spark on its port 1 cannot reach); set specdec_nccl_bootstrap: management_interface, as NVIDIA's "
+                "NCCL runbook does for a ring, and specdec_nccl_management_interface to the management network's "
+                "interface (enP7s7 on a DGX Spark).")
+    return None
+
+
 def parallel_problem(tp_size, pp_size, gpus, deployment):
     """The one-line problem when ``tp_size x pp_size`` is not the deployment's GPU count (one GPU per Spark), else
     None. Values that are not integers >= 1 are the per-setting checks' to report (None here)."""
@@ -426,8 +443,13 @@ BOOTSTRAP_ENV = ("NCCL_SOCKET_IFNAME", "UCX_NET_DEVICES", "OMPI_MCA_btl_tcp_if_i
                  "GLOO_SOCKET_IFNAME")
 
 
+# The variables a layout adds to the ranks' environment (fabric_env): a ring's subnet-aware routing, an accepted 4-node
+# ring's algorithm. A launch spec carries them, so the state file shows them and mpirun forwards them with -x.
+LAYOUT_ENV = ("NCCL_IB_SUBNET_AWARE_ROUTING", "NCCL_NET_PLUGIN", "NCCL_ALGO")
+
+
 def launch_env(layout, bootstrap="fabric_interfaces", management_interface=DEFAULT_MANAGEMENT_INTERFACE,
-               engine="trtllm"):
+               engine="trtllm", nodes=0, accept_four_node_ring=False):
     """The bootstrap variables of ``fabric_env`` a server's launch spec carries (the plan's ``rank_env``).
 
     ``fabric_interfaces`` (the default): ``{}``. The engine container's environment holds them (``fabric_env`` of the
@@ -436,12 +458,15 @@ def launch_env(layout, bootstrap="fabric_interfaces", management_interface=DEFAU
     interface, NVIDIA's 08/2026 NCCL runbook), so that server.sh exports them and mpirun forwards them with ``-x``
     (``-x UCX_NET_DEVICES -x NCCL_SOCKET_IFNAME -x OMPI_MCA_btl_tcp_if_include``, the runbook's) and the state file
     records them: switching the bootstrap changes the launch spec (a restart, with consent).
+    A ring adds its ``LAYOUT_ENV`` entries (``NCCL_IB_SUBNET_AWARE_ROUTING=1``, ``NCCL_NET_PLUGIN=none``, and
+    ``NCCL_ALGO=Ring`` for an accepted 4-node ring of ``nodes``); a pair and a switch add none.
     """
-    if bootstrap != "management_interface":
-        return {}
-    env = fabric_env(layout if layout in LAYOUTS else "direct", (), (), (), bootstrap=bootstrap,
-                     management_interface=management_interface, engine=engine)["env"]
-    return {k: env[k] for k in BOOTSTRAP_ENV if k in env}
+    layout = layout if layout in LAYOUTS else "direct"
+    hosts = [""] * int(nodes or 0)
+    env = fabric_env(layout, (), (), hosts, bootstrap=bootstrap, management_interface=management_interface,
+                     accept_four_node_ring=accept_four_node_ring, engine=engine)["env"]
+    names = (BOOTSTRAP_ENV if bootstrap == "management_interface" else ()) + LAYOUT_ENV
+    return {k: env[k] for k in names if k in env}
 
 
 # ---------------------------------------------------------------------------- the management interface (bootstrap)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import grp
+import ipaddress
 import os
 import pwd
 import subprocess
@@ -113,17 +114,54 @@ def check_members(members, me):
                             "node of the mesh." % host)
 
 
+def _address(value):
+    """The address of an identity entry: an IP address, or one with its prefix length (192.168.0.1/24)."""
+    return str(value).split("/", 1)[0]
+
+
+def _network(value):
+    """The subnet of an identity entry written with a prefix length, else None (an address alone names no subnet)."""
+    if "/" not in str(value):
+        return None
+    try:
+        return ipaddress.ip_interface(str(value)).network
+    except ValueError:
+        return None
+
+
+def peers_to_verify(me, members):
+    """The addresses of the other members to verify passwordless SSH on, in mesh order.
+
+    Every address of every peer, except where this node's and a peer's entries carry prefix lengths (the fabric
+    addresses of netplan_qsfp_fabric.addresses): then only the peer's addresses in one of this node's subnets, the
+    links they share. A ring's neighbours share one cable (two of their four subnets); the other two addresses of a
+    neighbour are on its cable to the third node, which this node has no route to. A peer sharing no subnet keeps all
+    its addresses, so that its verification fails and names them rather than passing by testing nothing.
+    """
+    mine = [n for n in (_network(a) for a in members[me].get("addresses") or []) if n is not None]
+    peers = []
+    for host, ident in members.items():
+        if host == me:
+            continue
+        entries = [str(a) for a in ident.get("addresses") or []]
+        shared = [a for a in entries if mine and _network(a) is not None and _network(a) in mine]
+        peers += [_address(a) for a in (shared or entries)]
+    return peers
+
+
 def mesh_blocks(me, members, key_name, ssh_port):
     """The marked blocks of one node's ~/.ssh and the peer addresses to verify.
 
     members: host -> identity (user, addresses, mesh, host, container, container_mesh public keys), in mesh order.
+    An address may carry its prefix length (192.168.0.1/24): the blocks hold the address alone, and the peers to
+    verify are the addresses on the links this node shares with each peer (peers_to_verify).
     Returns {'blocks': {file name: block}, 'peers': [address, ...], 'container': {file name: content}}.
     A key that is not there (check mode on a new node) is left out.
     """
     trusted, pinned, everyone = [], [], []
     c_trusted, c_pinned = [], []
     for host, ident in members.items():
-        addresses = [str(a) for a in ident.get("addresses") or []]
+        addresses = [_address(a) for a in ident.get("addresses") or []]
         everyone += addresses
         ports = ",".join("[%s]:%s" % (a, ssh_port) for a in addresses)
         if ident.get("mesh"):
@@ -146,7 +184,7 @@ def mesh_blocks(me, members, key_name, ssh_port):
     ])
     return {
         "blocks": {"authorized_keys": "\n".join(trusted), KNOWN_HOSTS: "\n".join(pinned), "config": config},
-        "peers": [str(a) for host, ident in members.items() if host != me for a in ident.get("addresses") or []],
+        "peers": peers_to_verify(me, members),
         "container": {"authorized_keys": "\n".join(c_trusted) + "\n", "known_hosts": "\n".join(c_pinned) + "\n"},
     }
 

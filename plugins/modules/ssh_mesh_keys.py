@@ -74,6 +74,8 @@ options:
     description:
       - Trust in. Every member of the mesh (inventory name to its published identity - RV(identity) plus
         C(addresses), the addresses peers use to reach it), in the mesh's order, this node included.
+      - An address may carry its prefix length (C(192.168.0.1/24)); RV(peers) then holds only each peer's addresses
+        in this node's subnets (the links they share), and the files the addresses alone.
     type: dict
   ssh_port:
     description: The port of the container sshd (C(specdec_container_ssh_port)); required with O(members).
@@ -145,7 +147,8 @@ identity:
            host: "ssh-ed25519 AAAA... root@spark-1", container: "ssh-ed25519 AAAA... trtllm-container@spark-1",
            container_mesh: "ssh-ed25519 AAAA... trtllm-mesh@spark-1", mesh_dir: /etc/sparkops/trtllm-ssh/mesh}
 peers:
-  description: Trust in. The addresses of the other members, to verify.
+  description: Trust in. The addresses of the other members, to verify (with prefix lengths given, those on the links
+    this node shares with each member).
   returned: state=present with members
   type: list
   elements: str

@@ -794,13 +794,15 @@ def management_bootstrap(settings):
 
 
 def _bootstrap_env(dep, layout):
-    """The launch spec's bootstrap variables (module_utils/_layout.launch_env): {} for fabric_interfaces."""
+    """The launch spec's bootstrap and layout variables (module_utils/_layout.launch_env): {} for a pair or a switch
+    with fabric_interfaces."""
     s = dep["settings"]
-    if not management_bootstrap(s):
+    if not management_bootstrap(s) and layout != "ring":
         return {}
-    return _layout.launch_env(layout or "direct", "management_interface",
+    return _layout.launch_env(layout or "direct", "management_interface" if management_bootstrap(s) else "fabric_interfaces",
                               s.get("specdec_nccl_management_interface") or _layout.DEFAULT_MANAGEMENT_INTERFACE,
-                              engine="vllm" if dep["engine"] == "vllm" else "trtllm")
+                              engine="vllm" if dep["engine"] == "vllm" else "trtllm", nodes=len(dep["members"]),
+                              accept_four_node_ring=bool(s.get("specdec_layout_accept_four_node_ring")))
 
 
 def _master_addr(dep, layout, errors):
@@ -1315,6 +1317,9 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
     # The fabric layout (issue 24; module_utils/_layout.py): auto is direct for a pair, none for one Spark.
     layout, line = _layout.resolve_layout(s.get("specdec_layout"), len(dep["members"]),
                                           bool(s.get("specdec_layout_accept_four_node_ring")))
+    if line:
+        errors.append(line)
+    line = _layout.bootstrap_problem(layout, s.get("specdec_nccl_bootstrap"))
     if line:
         errors.append(line)
     llama = r["engine"] == "llamacpp"

@@ -748,6 +748,15 @@ def _ip_address(value, shown):
     return ['%s is not an IP address; set the address peers use, e.g. 192.168.100.10.' % shown]
 
 
+def _mesh_address(value, shown):
+    """ssh_mesh_addresses: an IP address, or one with its prefix length (netplan_qsfp_fabric.addresses)."""
+    address, _sep, prefix = str(value).partition('/')
+    if _is_ip(address) and (not _sep or (prefix.isdigit() and int(prefix) <= (32 if '.' in address else 128))):
+        return []
+    return ['%s is not an IP address; set the address peers use, e.g. 192.168.100.10 (or 192.168.100.10/24: peers are '
+            'then verified on the addresses in its subnets).' % shown]
+
+
 def _host_address(value, shown):
     if _is_ip(value) or _HOSTNAME_RE.fullmatch(value):
         return []
@@ -1063,7 +1072,7 @@ BOUNDS = {
     'ssh_mesh_hosts': _node_names('[spark-1, spark-2]'),
     'ssh_mesh_user': _user_name(empty_ok=True),
     # Written to known_hosts and tested with ssh: addresses, not names (the fabric has no DNS).
-    'ssh_mesh_addresses': _each(_ip_address),
+    'ssh_mesh_addresses': _each(_mesh_address),
     # A file name in ~/.ssh: no path, no leading dot (no ../ traversal, no hidden file).
     'ssh_mesh_key_name': _file_name('id_ed25519_sparkops'),
 

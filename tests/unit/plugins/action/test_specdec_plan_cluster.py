@@ -53,13 +53,25 @@ def test_two_sparks_refuses_more_than_a_pair_with_one_line():
 
 def test_ring_of_three_with_pipeline_parallel(tmp_path):
     inv = write(tmp_path, {"specdec_deployment_id": "ring-a", "specdec_head_host": "spark-1", "specdec_layout": "ring",
-                           "specdec_server_tp_size": 1, "specdec_server_pp_size": 3})
+                           "specdec_server_tp_size": 1, "specdec_server_pp_size": 3,
+                           "specdec_nccl_bootstrap": "management_interface"})
     result = plan(inv, topology="spark_cluster")
     assert not result.get("failed"), result.get("msg")
     p = result["plan"]
     assert (p["layout"], p["tp_size"], p["pp_size"], p["members"]) == ("ring", 1, 3, ["spark-1", "spark-2", "spark-3"])
     argv = p["argv"]
     assert (argv[argv.index("--tp_size") + 1], argv[argv.index("--pp_size") + 1]) == ("1", "3")
+
+
+def test_a_ring_bootstrapped_over_its_fabric_is_one_line(tmp_path):
+    inv = write(tmp_path, {"specdec_deployment_id": "ring-a", "specdec_head_host": "spark-1", "specdec_layout": "ring",
+                           "specdec_server_tp_size": 1, "specdec_server_pp_size": 3})
+    assert problems(plan(inv, topology="spark_cluster")) == [
+        "specdec_nccl_bootstrap: a ring's Sparks reach each other only over the cable between them, so OpenMPI and "
+        "NCCL cannot bootstrap over the fabric interfaces (the head advertises its port-0 address, which the Spark on "
+        "its port 1 cannot reach); set specdec_nccl_bootstrap: management_interface, as NVIDIA's NCCL runbook does "
+        "for a ring, and specdec_nccl_management_interface to the management network's interface (enP7s7 on a DGX "
+        "Spark)."]
 
 
 def test_tp_times_pp_not_the_sparks_is_one_line(tmp_path):
@@ -99,7 +111,8 @@ def test_ring_overrides_are_checked_in_the_fabric_order_not_head_first(tmp_path)
     # The head is the second host; netplan_qsfp indexes the ring in inventory order (spark-1 is S1). spark-1's
     # override is the runbook's plan for S1: checked against S2 and S3's cables, it fits.
     inv = write(tmp_path, {"specdec_deployment_id": "ring-a", "specdec_head_host": "spark-2", "specdec_layout": "ring",
-                           "specdec_server_tp_size": 1, "specdec_server_pp_size": 3})
+                           "specdec_server_tp_size": 1, "specdec_server_pp_size": 3,
+                           "specdec_nccl_bootstrap": "management_interface"})
     text = inv.read_text().replace(
         "spark-1: {ansible_host: 10.20.0.37}",
         "spark-1: {ansible_host: 10.20.0.37, netplan_qsfp_addresses: [192.168.0.1/24, 192.168.1.1/24, 192.168.2.1/24, "

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _layout
 from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils.test_container import settings
 from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils.test_layout_env import PAIR_ENV
@@ -16,18 +18,26 @@ from ansible_collections.sparkops.specdec.tests.unit.plugins.module_utils.test_l
 FIX = "or set specdec_nccl_bootstrap: fabric_interfaces."
 
 
+RING_ENV = {"NCCL_IB_SUBNET_AWARE_ROUTING": "1", "NCCL_NET_PLUGIN": "none"}
+
+
 def test_launch_env_is_empty_for_the_default_and_fabric_envs_management_entries_otherwise():
     for engine in ("trtllm", "vllm"):
         assert _layout.launch_env("direct", engine=engine) == {}
-        assert _layout.launch_env("ring", "fabric_interfaces", "eth0", engine=engine) == {}
+        assert _layout.launch_env("switch", engine=engine, nodes=4) == {}
+        # A ring's own variables are in its launch spec (the state file shows them; mpirun forwards them).
+        assert _layout.launch_env("ring", "fabric_interfaces", "eth0", engine=engine, nodes=3) == RING_ENV
+    assert _layout.launch_env("ring", "management_interface", "eth0", nodes=4, accept_four_node_ring=True) == dict(
+        RING_ENV, NCCL_ALGO="Ring", NCCL_SOCKET_IFNAME="eth0", UCX_NET_DEVICES="eth0",
+        OMPI_MCA_btl_tcp_if_include="eth0", OMPI_MCA_oob_tcp_if_include="eth0")
     trt = _layout.launch_env("direct", "management_interface", "enP7s7")
     assert trt == {"NCCL_SOCKET_IFNAME": "enP7s7", "UCX_NET_DEVICES": "enP7s7", "OMPI_MCA_btl_tcp_if_include": "enP7s7",
                    "OMPI_MCA_oob_tcp_if_include": "enP7s7"}
     full = _layout.fabric_env("switch", ["enp1s0f1np1"], (), ["a", "b"], bootstrap="management_interface",
                               management_interface="enP7s7")["env"]
     assert all(full[k] == v for k, v in trt.items())
-    assert _layout.launch_env("ring", "management_interface", "eth0", engine="vllm") == {
-        "NCCL_SOCKET_IFNAME": "eth0", "GLOO_SOCKET_IFNAME": "eth0"}
+    assert _layout.launch_env("ring", "management_interface", "eth0", engine="vllm", nodes=3) == dict(
+        RING_ENV, NCCL_SOCKET_IFNAME="eth0", GLOO_SOCKET_IFNAME="eth0")
 
 
 def test_default_container_env_is_byte_identical_with_the_bootstrap_settings_passed():
@@ -102,3 +112,14 @@ def test_vllm_needs_the_address_on_the_interface():
                      "node's ansible_host, which engine vllm names in --master-addr (the head) and VLLM_HOST_IP with "
                      "specdec_nccl_bootstrap: management_interface; set ansible_host of spark-2 to its address on "
                      "enP7s7, " + FIX]
+
+
+@pytest.mark.parametrize('layout,bootstrap,refused', [
+    ('ring', 'fabric_interfaces', True), ('ring', None, True), ('ring', 'management_interface', False),
+    ('direct', 'fabric_interfaces', False), ('switch', 'fabric_interfaces', False), (None, 'fabric_interfaces', False)])
+def test_a_ring_must_bootstrap_over_the_management_interface(layout, bootstrap, refused):
+    line = _layout.bootstrap_problem(layout, bootstrap)
+    assert (line is not None) == refused
+    if refused:
+        assert line.startswith("specdec_nccl_bootstrap: a ring's Sparks reach each other only over the cable")
+        assert "set specdec_nccl_bootstrap: management_interface" in line and "\n" not in line

@@ -113,6 +113,34 @@ def test_role_head_fetches_and_worker_receives_from_the_heads_first_fabric_addre
                       'reason': 'copied from spark-1 over the fabric (192.168.100.10)'}
 
 
+def _ring():
+    # NVIDIA's three-node ring plan (docs/layouts.md), as netplan_qsfp publishes it (ips and addresses).
+    plan = {'s1': ['192.168.0.1/24', '192.168.1.1/24', '192.168.2.1/24', '192.168.3.1/24'],
+            's2': ['192.168.4.1/24', '192.168.5.1/24', '192.168.0.2/24', '192.168.1.2/24'],
+            's3': ['192.168.2.2/24', '192.168.3.2/24', '192.168.4.2/24', '192.168.5.2/24']}
+    return {h: {'ips': [a.split('/')[0] for a in v], 'addresses': v} for h, v in plan.items()}
+
+
+def test_ring_receivers_copy_from_the_heads_address_on_their_cable():
+    """s3 is cabled to port 1 of s1 (192.168.2.x): s1's first address (192.168.0.1, its cable to s2) is no route."""
+    members = ['s1', 's2', 's3']
+    assert _peer_copy.peer_copy_role(_ring(), 's2', members, 's1')['source_address'] == '192.168.0.1'
+    assert _peer_copy.peer_copy_role(_ring(), 's3', members, 's1')['source_address'] == '192.168.2.1'
+    assert _peer_copy.image_peer_copy_role(_ring(), 's3', members, 's1', 'auto', 'img:1')['source_address'] == '192.168.2.1'
+    # Head s2: s1 reaches it on 192.168.0.2 (its port 1), s3 on 192.168.4.1 (its port 0).
+    assert _peer_copy.peer_copy_role(_ring(), 's1', members, 's2')['source_address'] == '192.168.0.2'
+    assert _peer_copy.peer_copy_role(_ring(), 's3', members, 's2')['source_address'] == '192.168.4.1'
+
+
+def test_a_pair_with_addresses_still_copies_from_link_1():
+    fabrics = {'spark-1': {'ips': ['192.168.100.10', '192.168.101.10'],
+                           'addresses': ['192.168.100.10/24', '192.168.101.10/24']},
+               'spark-2': {'ips': ['192.168.100.11', '192.168.101.11'],
+                           'addresses': ['192.168.100.11/24', '192.168.101.11/24']}}
+    assert _peer_copy.peer_copy_role(fabrics, 'spark-2', ['spark-1', 'spark-2'], 'spark-1')['source_address'] == \
+        '192.168.100.10'
+
+
 @pytest.mark.parametrize('members,enabled,download', [(['spark-1'], True, True), (['spark-1', 'spark-2'], False, True),
                                                       (['spark-1', 'spark-2'], True, False)])
 def test_role_alone_for_single_nodes_and_when_switched_off(members, enabled, download):

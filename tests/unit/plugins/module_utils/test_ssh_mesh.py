@@ -72,6 +72,44 @@ def test_blocks_of_two_nodes():
     assert m.mesh_blocks("spark-2", members, "k", 2233)["peers"] == ["192.168.100.10", "192.168.101.10"]
 
 
+def test_blocks_with_prefix_lengths_are_the_pairs_bytes():
+    """netplan_qsfp_fabric.addresses (with /24) give a pair the same files and peers as its plain IPs."""
+    plain = {"spark-1": ident("1"), "spark-2": ident("2")}
+    cidr = {"spark-1": ident("1", addresses=["192.168.100.10/24", "192.168.101.10/24"]),
+            "spark-2": ident("2", addresses=["192.168.100.11/24", "192.168.101.11/24"])}
+    for me in plain:
+        assert m.mesh_blocks(me, cidr, "k", 2233) == m.mesh_blocks(me, plain, "k", 2233)
+
+
+# NVIDIA's three-node ring plan (docs/layouts.md): enp1s0f0np0, enP2p1s0f0np0, enp1s0f1np1, enP2p1s0f1np1.
+RING = {
+    "s1": ["192.168.0.1/24", "192.168.1.1/24", "192.168.2.1/24", "192.168.3.1/24"],
+    "s2": ["192.168.4.1/24", "192.168.5.1/24", "192.168.0.2/24", "192.168.1.2/24"],
+    "s3": ["192.168.2.2/24", "192.168.3.2/24", "192.168.4.2/24", "192.168.5.2/24"],
+}
+
+
+def test_ring_peers_are_verified_on_the_cable_they_share():
+    members = {h: ident(str(i), addresses=a) for i, (h, a) in enumerate(RING.items(), 1)}
+    peers = {me: m.mesh_blocks(me, members, "k", 2233)["peers"] for me in RING}
+    assert peers == {"s1": ["192.168.0.2", "192.168.1.2", "192.168.2.2", "192.168.3.2"],
+                     "s2": ["192.168.0.1", "192.168.1.1", "192.168.4.2", "192.168.5.2"],
+                     "s3": ["192.168.2.1", "192.168.3.1", "192.168.4.1", "192.168.5.1"]}
+    # Trust and pins still cover every address of every member (a rank may be reached on any of them).
+    out = m.mesh_blocks("s1", members, "k", 2233)
+    assert out["blocks"]["config"].splitlines()[0] == "Host " + " ".join(a.split("/")[0] for v in RING.values() for a in v)
+    assert 'from="192.168.4.1,192.168.5.1,192.168.0.2,192.168.1.2"' in out["container"]["authorized_keys"]
+
+
+def test_a_peer_sharing_no_subnet_keeps_every_address():
+    """Verified on all its addresses (and fails naming them), not skipped; plain IPs are all verified too."""
+    members = {"s1": ident("1", addresses=RING["s1"]), "far": ident("2", addresses=["10.9.0.2/24", "10.9.1.2/24"]),
+               "mgmt": ident("3", addresses=["10.20.0.39"])}
+    assert m.mesh_blocks("s1", members, "k", 2233)["peers"] == ["10.9.0.2", "10.9.1.2", "10.20.0.39"]
+    plain = {"a": ident("1", addresses=["10.20.0.37"]), "b": ident("2", addresses=["10.9.0.2/24"])}
+    assert m.mesh_blocks("a", plain, "k", 2233)["peers"] == ["10.9.0.2"]
+
+
 def test_blocks_leave_out_keys_not_there_yet():
     out = m.mesh_blocks("spark-1", {"spark-1": ident("1", mesh=False, container=False, cmesh=False)}, "k", 2233)
     assert out["blocks"]["authorized_keys"] == ""

@@ -63,12 +63,13 @@ def test_four_node_ring_needs_consent():
     refused = _build(["a", "b", "c", "d"], specdec_layout="ring", specdec_server_tp_size=4)
     assert any(e.startswith("specdec_layout: a 4-node ring is not an NVIDIA-supported layout") for e in refused["errors"])
     accepted = _build(["a", "b", "c", "d"], specdec_layout="ring", specdec_server_tp_size=4,
-                      specdec_layout_accept_four_node_ring=True)
+                      specdec_layout_accept_four_node_ring=True, specdec_nccl_bootstrap="management_interface")
     assert accepted["errors"] == [] and accepted["plan"]["layout"] == "ring"
 
 
 def test_ring_with_pipeline_parallel():
-    built = _build(["s1", "s2", "s3"], specdec_layout="ring", specdec_server_tp_size=1, specdec_server_pp_size=3)
+    built = _build(["s1", "s2", "s3"], specdec_layout="ring", specdec_server_tp_size=1, specdec_server_pp_size=3,
+                   specdec_nccl_bootstrap="management_interface")
     assert built["errors"] == []
     argv = built["plan"]["argv"]
     assert argv[argv.index("--tp_size"):argv.index("--tp_size") + 4] == ["--tp_size", "1", "--pp_size", "3"]
