@@ -439,8 +439,8 @@ def peer_test_problems(nodes, fabric, results, pings):
         ping = ping if isinstance(ping, Mapping) else {}
         lines = list(ping.get("stdout_lines") or [])
         if ping.get("rc", 0) != 0:
-            problems.append("%s could not run its peer test (rc %s: %s)" % (host, ping["rc"],
-                                                                             str(ping.get("stderr") or "").strip()))
+            stderr = str(ping.get("stderr") or "").strip()
+            problems.append("%s could not run its peer test (rc %s: %s)" % (host, ping["rc"], stderr))
         for line in lines:
             real = str(line).split(" ", 5)
             field = real + ["?"] * (6 - len(real))  # "?" for each field a short line lacks

@@ -109,8 +109,8 @@ def test_check_mode_skips_peers_whose_addresses_are_only_planned():
     results = applied(fabric)
     results["spark-2"] = {"changed": True, "failed": False}  # would change: its addresses are only planned
     assert [p for p, dummy in pinged(PING(fabric, results, "spark-1", "switch", True))] == ["spark-3"]
-    assert PING(fabric, results, "spark-1", "switch", True)["args"] == PAIR_IFS + ["spark-3", "192.168.100.3",
-                                                                                    "192.168.101.3"]
+    assert PING(fabric, results, "spark-1", "switch", True)["args"] == PAIR_IFS + [
+        "spark-3", "192.168.100.3", "192.168.101.3"]
     # A real run pings it (its addresses are applied by then).
     assert [p for p, dummy in pinged(PING(fabric, results, "spark-1", "switch", False))] == ["spark-2", "spark-3"]
     # A ring's only peer planned in check mode: nothing to ping (the role skips the task).
