@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import ipaddress
 
+from collections.abc import Mapping
+
 from ansible_collections.sparkops.specdec.plugins.module_utils._nccl import CX7_TABLE
 from ansible_collections.sparkops.specdec.plugins.module_utils._netplan import fabric_addresses
 
@@ -369,6 +371,104 @@ def hostfile_addresses(layout, head, nodes, fabric):
                         "use specdec_layout: switch for four Sparks." % (node, head))
         out.append(found)
     return out, None
+
+
+# ---------------------------------------------------------------------------- the netplan_qsfp peer test
+# The links a node pings from in a ring: its port 0 (the ring's out port), logical 1 then 2. Each cable is pinged once,
+# from its port-0 end, over both logical links (the next node answers on its port 1).
+RING_PING_NETDEVS = tuple(row[2] for row in sorted(CX7_TABLE, key=lambda r: r[1]) if row[0] == RING_OUT_PORT)
+
+
+def _published_changed(result):
+    """Ansible's ``changed`` test of a registered result (a mapping)."""
+    return bool(result.get("changed", False))
+
+
+def ping_peers(layout, nodes, host, fabric, results, check_mode=False):
+    """``(plan, error)``: the peer test of ``host`` (the netplan_qsfp role's ping of its peers over each logical link).
+
+    ``nodes``: the nodes sharing the fabric, in their fabric order (netplan_qsfp_nodes); ``fabric``: node -> its
+    published ``netplan_qsfp_fabric`` (``interfaces``: its own first, ``ips``: bare addresses, the cabled port's two or
+    a ring's four in RING_NETDEVS order; None for a node that has none); ``results``: node -> its registered
+    sparkops.specdec.netplan_fabric result (None when the node did not get there). ``layout`` None or ``auto`` is
+    ``direct``.
+
+    The peers: ``ring``, the next node in ``nodes`` (the last wraps to the first), the other end of this node's port-0
+    cable, at its port-1 addresses (``ips`` 2 and 3); otherwise every other node, at its ``ips`` 0 and 1 (the cabled
+    port). A peer is pinged once it finished applying (a result that did not fail, and a published fabric); in check
+    mode not while its addresses are only planned (its result changed).
+
+    ``plan``: ``{"peers": [{"node", "addresses": [link 1, link 2]}], "args": [...]}``, ``args`` being files/peer_ping.sh's
+    arguments: this node's interfaces on logical links 1 and 2, then each peer's name and its two addresses.
+    ``error``: one line (``plan`` None): ``host`` is not one of ``nodes``, or a peer published fewer addresses than the
+    layout has."""
+    nodes = [str(n) for n in nodes]
+    host = str(host)
+    fabric = fabric or {}
+    results = results or {}
+    if host not in nodes:
+        return None, ("netplan_qsfp_nodes: %s is not one of the fabric's nodes (%s); add it to netplan_qsfp_nodes "
+                      "(or to the group netplan_qsfp_group names)." % (host, ", ".join(nodes) or "none"))
+    if layout == "ring":
+        index = nodes.index(host)
+        ends = [ring_peer(index, len(nodes), dev) for dev in RING_PING_NETDEVS]
+        peers = list(dict.fromkeys(nodes[peer] for peer, dummy in ends))
+        slots = [RING_NETDEVS.index(peer_dev) for dummy, peer_dev in ends]
+    else:
+        peers = list(dict.fromkeys(n for n in nodes if n != host))
+        slots = [0, 1]
+    out = []
+    for peer in peers:
+        result, published = results.get(peer), fabric.get(peer)
+        if not isinstance(result, Mapping) or result.get("failed") or not isinstance(published, Mapping):
+            continue
+        if check_mode and _published_changed(result):
+            continue
+        ips = list(published.get("ips") or [])
+        if len(ips) <= max(slots):
+            return None, ("specdec_layout: %s published %d fabric address(es) (%s), a %s node has %d; set the same "
+                          "specdec_layout on every node of the fabric." % (
+                              peer, len(ips), ", ".join(str(i) for i in ips) or "none", layout or "direct",
+                              address_count(layout)))
+        out.append({"node": peer, "addresses": [str(ips[slot]) for slot in slots]})
+    own = list((fabric.get(host) if isinstance(fabric.get(host), Mapping) else {}).get("interfaces") or [])
+    args = [str(i) for i in own[:2]]
+    for peer in out:
+        args.extend([peer["node"]] + peer["addresses"])
+    return {"peers": out, "args": args}, None
+
+
+def peer_test_problems(nodes, fabric, results, pings):
+    """The play-wide verdict of the netplan_qsfp peer test: one line per problem, [] when every node of ``nodes`` (the
+    play's nodes of the fabric) finished applying and reached each peer over each logical link.
+
+    ``fabric`` and ``results`` as for ``ping_peers``; ``pings``: node -> its registered run of files/peer_ping.sh
+    (``cmd``: ``sh -c SCRIPT sh IF1 IF2`` then three arguments per peer, ``rc``, ``stderr``, ``stdout_lines``: one
+    ``<link> <interface> <peer> <address> <ping rc> <verdict>`` line per link; a skipped run has no ``rc``)."""
+    problems = []
+    for host in nodes:
+        result = (results or {}).get(host)
+        result = result if isinstance(result, Mapping) else {"failed": True}
+        if result.get("failed") or not isinstance((fabric or {}).get(host), Mapping):
+            problems.append("%s did not finish applying its fabric" % host)
+            continue
+        ping = (pings or {}).get(host)
+        ping = ping if isinstance(ping, Mapping) else {}
+        lines = list(ping.get("stdout_lines") or [])
+        if ping.get("rc", 0) != 0:
+            stderr = str(ping.get("stderr") or "").strip()
+            problems.append("%s could not run its peer test (rc %s: %s)" % (host, ping["rc"], stderr))
+        for line in lines:
+            real = str(line).split(" ", 5)
+            field = real + ["?"] * (6 - len(real))  # "?" for each field a short line lacks
+            if len(real) < 5 or real[4] != "0":
+                verdict = real[5].strip() if len(real) > 5 else ""
+                problems.append("%s cannot reach %s at %s over %s (%s)" % (
+                    host, field[2], field[3], field[1], verdict or "ping rc " + field[4]))
+        expected = 2 * (len(ping.get("cmd") or []) - 6) // 3
+        if "rc" in ping and len(lines) != expected:
+            problems.append("%s printed %d peer test results for %d links" % (host, len(lines), expected))
+    return problems
 
 
 def _nets(cidrs):
