@@ -143,7 +143,7 @@ sanity: deps  ## ansible-test sanity on a copy of the collection
 units: deps  ## pytest unit tests
 	$(BIN)/python -m pytest -q tests/unit
 
-molecule: lab-engine lab-vllm lab-up  ## Molecule scenarios on the lab: two nodes, the integration targets on one node, downloads, fault tests, one node with each method, then the real llama.cpp engine (benchmark and tuner), the real vLLM engine, then stop safety (each log in .build/molecule; what failed in .build/molecule/failure.txt)
+molecule: lab-engine lab-vllm lab-up  ## Molecule scenarios on the lab: two nodes, the integration targets on one node, downloads, fault tests, the fleet and the ring and switch layouts, one node with each method, then the real llama.cpp engine (benchmark and tuner), the real vLLM engine, then stop safety (each log in .build/molecule; what failed in .build/molecule/failure.txt)
 	@rm -f .build/molecule/failure.txt .build/molecule/durations.txt
 	$(MOLECULE_TEST) -s two_nodes
 	$(MAKE) --no-print-directory integration
@@ -153,6 +153,7 @@ molecule: lab-engine lab-vllm lab-up  ## Molecule scenarios on the lab: two node
 	$(MOLECULE_TEST) -s server_faults
 	$(MOLECULE_TEST) -s trtllm_versions
 	$(MOLECULE_TEST) -s fleet
+	$(MOLECULE_TEST) -s layouts
 	SPECDEC_METHOD=eagle3 $(MOLECULE_TEST) -s single_node
 	SPECDEC_METHOD=draft_target TRTLLM_STANDIN=1.4.0rc1 $(MOLECULE_TEST) -s single_node
 	SPECDEC_METHOD=none $(MOLECULE_TEST) -s single_node

@@ -532,6 +532,15 @@ class Fabric(object):
             raise CommandError("`%s` failed (rc=%d): %s" % (" ".join(argv), rc, (err or out or "").strip() or "no output"))
         return rc, out, err
 
+    def vanished(self, result, interfaces, expected):
+        """The addresses of ``expected`` (\"<interface> <cidr>\" items) no longer on the interfaces: those the kernel
+        deleted with the primary address of their subnet (net.ipv4.conf.*.promote_secondaries is off by default), which
+        were not ours to remove (someone else's, or one this run has just added)."""
+        if not expected:
+            return []
+        now = _netplan.pair_state(self.links(result), interfaces)["addresses"]
+        return [a for a in expected if a not in now]
+
     def links(self, result):
         if self.ip is None:
             self.ip = self.module.get_bin_path("ip")
@@ -772,12 +781,19 @@ class Fabric(object):
                 self.run([module.get_bin_path("netplan", required=True), "apply"])
             if live:
                 step = "ip"
-                for item in actions["add"]:
-                    name, cidr = _netplan.split_pair(item)
-                    self.run([self.ip, "addr", "add", cidr, "dev", name])
+                # Removed first: deleting the primary address of a subnet also deletes its secondary ones (the kernel,
+                # promote_secondaries off by default), so a new address added first in the same subnet (a node's
+                # .10 -> .1, a taken-over plan's .44 -> .4) would go with the old one.
                 for item in actions["remove"]:
                     name, cidr = _netplan.split_pair(item)
                     self.run([self.ip, "addr", "del", cidr, "dev", name])
+                for item in actions["add"]:
+                    name, cidr = _netplan.split_pair(item)
+                    self.run([self.ip, "addr", "add", cidr, "dev", name])
+                for item in self.vanished(result, interfaces,
+                                          [a for a in before["addresses"] if a not in actions["remove"]]):
+                    name, cidr = _netplan.split_pair(item)
+                    self.run([self.ip, "addr", "add", cidr, "dev", name])
                 for name in actions["up"]:
                     self.run([self.ip, "link", "set", name, "up"])
         except (OSError, CommandError) as exc:
@@ -871,8 +887,10 @@ class Fabric(object):
                 self.run([module.get_bin_path("netplan", required=True), "apply"])
             except CommandError as exc:
                 errors.append(str(exc))
-        for verb, items in (("del", acts["remove"]), ("add", acts["add"])):
-            for item in items:
+        keep = [a for a in now_pair["addresses"] if a not in acts["remove"]] + list(acts["add"])
+        for verb, items in (("del", acts["remove"]), ("add", acts["add"]), ("add", None)):
+            # None: what the kernel took with a deleted primary address of its subnet (see present()), put back.
+            for item in items if items is not None else self.vanished(result, interfaces, keep):
                 name, cidr = _netplan.split_pair(item)
                 try:
                     self.run([self.ip, "addr", verb, cidr, "dev", name])

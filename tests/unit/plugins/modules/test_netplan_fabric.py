@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import subprocess
@@ -78,7 +79,11 @@ class Node(object):
             else:
                 if cidr not in inet:
                     return 2, '', 'RTNETLINK answers: Cannot assign requested address'
-                inet.remove(cidr)
+                # The kernel (net.ipv4.conf.*.promote_secondaries off, the default): deleting the primary address
+                # of a subnet (the first one added in it) deletes the secondary addresses of that subnet too.
+                net = ipaddress.ip_interface(cidr).network
+                same = [c for c in inet if ipaddress.ip_interface(c).network == net]
+                inet[:] = [c for c in inet if c not in (same if same[0] == cidr else [cidr])]
             return 0, '', ''
         if args[:3] == [IP, 'link', 'set']:
             self.links[args[3]]['up'] = args[4] == 'up'
@@ -375,6 +380,23 @@ def test_ip_addr_show_unusable(node, output):
     node.fail[(IP, '-j', 'addr', 'show')] = output
     result = run_fail(args(node))
     assert 'ip -j addr show' in result['msg'] and 'Nothing was changed' in result['msg']
+
+
+def test_a_new_address_in_the_same_subnet_survives_the_old_ones_removal_and_so_does_someone_elses(node):
+    """A layout change of a pair's node (.10 -> .1, switch plan) and a take-over (.44 -> .4) stay in the subnet: the
+    kernel deletes a subnet's secondary addresses with its primary, so the old address goes first, the new one is
+    added after, and someone else's (a secondary behind ours) is put back. Then the rollback, the same way."""
+    converged(node)
+    node.links['enp1s0f1np1']['inet'].append('192.168.100.50/24')  # someone else's, secondary behind our .10
+    applied = run_ok(args(node, addresses=['192.168.100.1/24', '192.168.101.1/24']))
+    assert applied['actions']['add'] == ['enp1s0f1np1 192.168.100.1/24', 'enP2p1s0f1np1 192.168.101.1/24']
+    assert node.pair() == ['enP2p1s0f1np1 192.168.101.1/24', 'enp1s0f1np1 192.168.100.1/24',
+                           'enp1s0f1np1 192.168.100.50/24']
+    back = run_ok({'state': 'rollback', 'checkpoint_path': node.checkpoint,
+                   'checkpoint_id': applied['checkpoint']['id']})
+    assert back['restored'] is True
+    assert node.pair() == ['enP2p1s0f1np1 192.168.101.10/24', 'enp1s0f1np1 192.168.100.10/24',
+                           'enp1s0f1np1 192.168.100.50/24']
 
 
 # ---------------------------------------------------------------------------- rollback
