@@ -26,6 +26,10 @@ from ansible_collections.sparkops.specdec.plugins.modules import specdec_loadgen
 from ansible_collections.sparkops.specdec.tests.unit.plugins.modules.conftest import module_failure, run_module
 
 FIX = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'bench')
+# How long a held chat request waits for its partner (Fake.pair_from). A module that keeps two requests in flight
+# sends the partner at once; only one that sends them one by one lets this run out (the test then fails on
+# max_in_flight, after this wait, instead of hanging).
+PAIR_WAIT = 30
 
 
 class Fake(object):
@@ -39,6 +43,11 @@ class Fake(object):
         self.max_in_flight = 0
         self.lock = threading.Lock()
         self.truncate = False
+        # From the chat request of this index on (0-based, in arrival order), each one is held before its answer
+        # until a second one is in flight, two at a time (None: none is held). So a client that keeps two requests
+        # in flight is SEEN to, whatever the scheduling, and one that does not leaves max_in_flight at 1.
+        self.pair_from = None
+        self.pairs = threading.Barrier(2)
 
 
 def make_handler(fake):
@@ -67,7 +76,9 @@ def make_handler(fake):
 
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers['Content-Length'])))
-            fake.bodies.append(body)
+            with fake.lock:
+                fake.bodies.append(body)
+                arrival = len(fake.bodies) - 1
             if fake.chat_status != 200:
                 self._send(fake.chat_status, json.dumps({'error': {'message': 'context too long'}}))
                 return
@@ -75,6 +86,9 @@ def make_handler(fake):
                 fake.in_flight += 1
                 fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
             try:
+                if fake.pair_from is not None and arrival >= fake.pair_from:
+                    with contextlib.suppress(threading.BrokenBarrierError):
+                        fake.pairs.wait(PAIR_WAIT)  # broken: no partner came, max_in_flight stays 1
                 self.send_response(200)
                 self.send_header('Content-Type', 'text/event-stream')
                 self.send_header('Transfer-Encoding', 'chunked')
@@ -153,6 +167,7 @@ def test_streams_records_and_scrapes(server, loopback_only, tmp_path, monkeypatc
     (proc / 'meminfo').write_text('MemTotal:       16000000 kB\nMemAvailable:    8000000 kB\n')
     monkeypatch.setattr(specdec_loadgen, 'PROC', str(proc))
     server.metrics = [fixture_text('llamacpp-metrics-before.txt'), fixture_text('llamacpp-metrics-after.txt')]
+    server.pair_from = 1  # the warm-up (request 0) goes alone; the 4 measured ones are answered two by two
     result = run({'url': server.url, 'engine': 'llamacpp', 'concurrency': 2, 'num_requests': 4, 'max_tokens': 16,
                   'prompts': ['Write f.', {'id': 'sys', 'system': 'Be brief.', 'prompt': 'Hi', 'max_tokens': 8}],
                   'extra_body': {'ignore_eos': True}, 'warmup_requests': 1})
@@ -169,7 +184,7 @@ def test_streams_records_and_scrapes(server, loopback_only, tmp_path, monkeypatc
     assert len(sys_bodies) == 2
     assert sys_bodies[0]['messages'] == [{'role': 'system', 'content': 'Be brief.'}, {'role': 'user', 'content': 'Hi'}]
     assert sys_bodies[0]['max_tokens'] == 8 and server.bodies[0]['max_tokens'] == 16
-    assert server.max_in_flight == 2
+    assert server.max_in_flight == 2 and not server.pairs.broken  # two in flight at once, never more
     reqs = result['requests']
     assert [r['prompt_id'] for r in reqs] == ['0', 'sys', '0', 'sys']
     for rec in reqs:
