@@ -85,6 +85,15 @@ def make_handler(fake):
             with fake.lock:
                 fake.in_flight += 1
                 fake.max_in_flight = max(fake.max_in_flight, fake.in_flight)
+            answered = []
+
+            def answer():
+                # The request leaves the count BEFORE the client can see its end ([DONE] or the stream's close):
+                # a client that sends its next request on [DONE] must not find this one still counted.
+                if not answered:
+                    answered.append(True)
+                    with fake.lock:
+                        fake.in_flight -= 1
             try:
                 if fake.pair_from is not None and arrival >= fake.pair_from:
                     with contextlib.suppress(threading.BrokenBarrierError):
@@ -118,14 +127,15 @@ def make_handler(fake):
                                                         'total_tokens': 12 + len(fake.words)},
                                timings={'prompt_n': 12, 'predicted_n': len(fake.words), 'predicted_per_second': 20.5,
                                         'draft_n': 4, 'draft_n_accepted': 3}))
+                    answer()
                     event('[DONE]')
+                answer()
                 self.wfile.write(b'0\r\n\r\n')
                 self.wfile.flush()
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client may close as soon as it has read [DONE]
             finally:
-                with fake.lock:
-                    fake.in_flight -= 1
+                answer()
 
     return Handler
 
