@@ -118,7 +118,7 @@ def _ring():
     plan = {'s1': ['192.168.0.1/24', '192.168.1.1/24', '192.168.2.1/24', '192.168.3.1/24'],
             's2': ['192.168.4.1/24', '192.168.5.1/24', '192.168.0.2/24', '192.168.1.2/24'],
             's3': ['192.168.2.2/24', '192.168.3.2/24', '192.168.4.2/24', '192.168.5.2/24']}
-    return {h: {'ips': [a.split('/')[0] for a in v], 'addresses': v} for h, v in plan.items()}
+    return {h: {'ips': [a.split('/', 1)[0] for a in v], 'addresses': v} for h, v in plan.items()}
 
 
 def test_ring_receivers_copy_from_the_heads_address_on_their_cable():

@@ -97,7 +97,7 @@ def test_ring_peers_are_verified_on_the_cable_they_share():
                      "s3": ["192.168.2.1", "192.168.3.1", "192.168.4.1", "192.168.5.1"]}
     # Trust and pins still cover every address of every member (a rank may be reached on any of them).
     out = m.mesh_blocks("s1", members, "k", 2233)
-    assert out["blocks"]["config"].splitlines()[0] == "Host " + " ".join(a.split("/")[0] for v in RING.values() for a in v)
+    assert out["blocks"]["config"].splitlines()[0] == "Host " + " ".join(a.split("/", 1)[0] for v in RING.values() for a in v)
     assert 'from="192.168.4.1,192.168.5.1,192.168.0.2,192.168.1.2"' in out["container"]["authorized_keys"]
 
 
