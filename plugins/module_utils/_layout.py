@@ -31,7 +31,7 @@ import ipaddress
 from collections.abc import Mapping
 
 from ansible_collections.sparkops.specdec.plugins.module_utils._nccl import CX7_TABLE
-from ansible_collections.sparkops.specdec.plugins.module_utils._netplan import fabric_addresses
+from ansible_collections.sparkops.specdec.plugins.module_utils._netplan import addresses_in_subnets, fabric_addresses
 
 LAYOUTS = ("direct", "ring", "switch")
 AUTO = "auto"
@@ -348,23 +348,10 @@ def hostfile_addresses(layout, head, nodes, fabric):
     first = [str(((fabric.get(n) or {}).get("ips") or [""])[0]) for n in order]
     if layout != "ring":
         return first, None
-    own = []
-    for cidr in (fabric.get(head) or {}).get("addresses") or []:
-        try:
-            own.append(ipaddress.IPv4Interface(str(cidr)).network)
-        except ValueError:
-            continue
+    own = (fabric.get(head) or {}).get("addresses")
     out = first[:1]
     for node in order[1:]:
-        found = None
-        for cidr in (fabric.get(node) or {}).get("addresses") or []:
-            try:
-                iface = ipaddress.IPv4Interface(str(cidr))
-            except ValueError:
-                continue
-            if any(iface.ip in net for net in own):
-                found = str(iface.ip)
-                break
+        found = (addresses_in_subnets((fabric.get(node) or {}).get("addresses"), own) or [None])[0]
         if found is None:
             return [], ("specdec_layout: %s is not cabled to the head %s in this ring, so mpirun on the head cannot "
                         "reach it over the fabric; only 3-node rings (every node the head's neighbour) are supported: "

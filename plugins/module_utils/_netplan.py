@@ -438,6 +438,27 @@ def file_outcome(checkpoint):
     return "removed (there was none before)"
 
 
+def addresses_in_subnets(cidrs, of):
+    """The addresses of ``cidrs`` (``ip/prefix`` items, or bare addresses, in their order) that lie in a subnet of
+    ``of`` (the same kind of items): a node's addresses on the links it shares with another (a pair's two, a switch's
+    two, the one cable of a ring's neighbours). Items that are not addresses are left out."""
+    nets = []
+    for cidr in of or []:
+        try:
+            nets.append(ipaddress.ip_interface(str(cidr)).network)
+        except ValueError:
+            continue
+    out = []
+    for cidr in cidrs or []:
+        try:
+            ip = ipaddress.ip_interface(str(cidr)).ip
+        except ValueError:
+            continue
+        if any(ip.version == net.version and ip in net for net in nets):
+            out.append(str(ip))
+    return out
+
+
 def fabric_addresses(settings, index, count):
     """The two fabric addresses (CIDR) of the node at ``index`` of ``count``, as netplan_qsfp derives them.
 

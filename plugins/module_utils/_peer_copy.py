@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import ipaddress
 import json
 import os
 import re
@@ -48,6 +47,7 @@ from ansible_collections.sparkops.specdec.plugins.module_utils._hf import (
     _unlink,
     select_paths,
 )
+from ansible_collections.sparkops.specdec.plugins.module_utils._netplan import addresses_in_subnets
 
 CHUNK = 4 * 1024 * 1024
 TEMP_PREFIX = '.sparkops-peer-'
@@ -194,8 +194,9 @@ def peer_copy_role(fabrics, me, members, head, enabled='auto', download=True, me
     'reason': str}``. A deployment of one node, ``enabled`` false, ``download`` false (each node only checks its
     cache), or ``enabled`` auto with an SSH mesh user that is not the deploy user (``mesh_user_decision``) is
     ``alone``: the node does what it did before (fetch or check by itself). In a pair the head fetches from the Hub
-    and every other member receives from the head's address on a link they share (``shared_address``: a pair's and a
-    switch's ``netplan_qsfp_fabric.ips[0]``, a ring's on the cable between them), else the head's first one.
+    and every other member receives from the head's address on a link they share (``_netplan.addresses_in_subnets``: a
+    pair's and a switch's ``netplan_qsfp_fabric.ips[0]``, a ring's on the cable between them), else the head's first
+    one.
     ``enabled`` true with another mesh user is a PeerCopyError.
     """
     fabrics = _fabric_by_member(fabrics)
@@ -223,31 +224,11 @@ def peer_copy_role(fabrics, me, members, head, enabled='auto', download=True, me
     if not ips or not isinstance(ips, list) or not ips[0]:
         raise PeerCopyError('%s: the head %s has no fabric address (netplan_qsfp_fabric.ips) to copy from: run the '
                             'netplan_qsfp role on the pair first, or set %s: false.' % (setting, head, setting))
-    address = shared_address(fabric, fabrics.get(me)) or str(ips[0])
+    # The head's address on a link it shares with this node (a ring's neighbours share one cable).
+    mine = fabrics.get(me) if isinstance(fabrics.get(me), Mapping) else {}
+    address = (addresses_in_subnets(fabric.get('addresses'), mine.get('addresses')) or [str(ips[0])])[0]
     return {'mode': 'receive', 'source': head, 'source_address': address,
             'reason': 'copied from %s over the fabric (%s)' % (head, address)}
-
-
-def _networks(fabric):
-    """The subnets of a published netplan_qsfp_fabric's ``addresses`` (with their prefix), in its order."""
-    out = []
-    for cidr in (fabric.get('addresses') if isinstance(fabric, Mapping) else None) or []:
-        try:
-            out.append(ipaddress.ip_interface(str(cidr)))
-        except ValueError:
-            continue
-    return out
-
-
-def shared_address(source, receiver):
-    """The source's first fabric address in a subnet the receiver also has an address in (the link they share), or
-    None. A pair's or a switch's nodes share both links: the source's link-1 address, ``ips[0]``, as before; a ring's
-    neighbours share one cable, which is not the head's first address for the node on its port 1."""
-    mine = [i.network for i in _networks(receiver)]
-    for iface in _networks(source):
-        if iface.network in mine:
-            return str(iface.ip)
-    return None
 
 
 def image_peer_copy_role(fabrics, me, members, head, enabled='auto', image='', mesh_user='', deploy_user=''):

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import contextlib
 import grp
-import ipaddress
 import os
 import pwd
 import subprocess
 import tempfile
+
+from ansible_collections.sparkops.specdec.plugins.module_utils._netplan import addresses_in_subnets
 
 # The peers' pinned host keys live in a file of their own, named by the mesh's Host block as the only user
 # known-hosts file for the peers' addresses: a stale or re-keyed entry elsewhere cannot vouch for a peer.
@@ -119,16 +120,6 @@ def _address(value):
     return str(value).split("/", 1)[0]
 
 
-def _network(value):
-    """The subnet of an identity entry written with a prefix length, else None (an address alone names no subnet)."""
-    if "/" not in str(value):
-        return None
-    try:
-        return ipaddress.ip_interface(str(value)).network
-    except ValueError:
-        return None
-
-
 def peers_to_verify(me, members):
     """The addresses of the other members to verify passwordless SSH on, in mesh order.
 
@@ -138,14 +129,14 @@ def peers_to_verify(me, members):
     neighbour are on its cable to the third node, which this node has no route to. A peer sharing no subnet keeps all
     its addresses, so that its verification fails and names them rather than passing by testing nothing.
     """
-    mine = [n for n in (_network(a) for a in members[me].get("addresses") or []) if n is not None]
+    # A bare address is a subnet of one address: it shares no link with another node's.
+    mine = members[me].get("addresses") or []
     peers = []
     for host, ident in members.items():
         if host == me:
             continue
         entries = [str(a) for a in ident.get("addresses") or []]
-        shared = [a for a in entries if mine and _network(a) is not None and _network(a) in mine]
-        peers += [_address(a) for a in (shared or entries)]
+        peers += addresses_in_subnets(entries, mine) or [_address(a) for a in entries]
     return peers
 
 

@@ -326,3 +326,16 @@ def test_restore_actions_does_not_mutate_the_checkpoint():
     frozen = copy.deepcopy(cp)
     _netplan.restore_actions(cp, None, {'up': [], 'addresses': NEW})
     assert cp == frozen
+
+
+def test_addresses_in_subnets_are_the_links_two_nodes_share():
+    """The ring's hostfile, the peer copy and the SSH mesh's verification read a node's addresses on shared links."""
+    s1 = ['192.168.0.1/24', '192.168.1.1/24', '192.168.2.1/24', '192.168.3.1/24']
+    s3 = ['192.168.2.2/24', '192.168.3.2/24', '192.168.4.2/24', '192.168.5.2/24']
+    assert _netplan.addresses_in_subnets(s1, s3) == ['192.168.2.1', '192.168.3.1']
+    assert _netplan.addresses_in_subnets(s3, s1) == ['192.168.2.2', '192.168.3.2']
+    # A bare address is a subnet of one address; items that are not addresses are left out; IPv6 only meets IPv6.
+    assert _netplan.addresses_in_subnets(['10.20.0.38'], ['10.20.0.37']) == []
+    assert _netplan.addresses_in_subnets(['10.20.0.38', 'x', 'fd00::2/64'], ['10.20.0.0/24', 'fd00::1/64', 'y']) == [
+        '10.20.0.38', 'fd00::2']
+    assert _netplan.addresses_in_subnets(None, s1) == [] and _netplan.addresses_in_subnets(s1, None) == []
