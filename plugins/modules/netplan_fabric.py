@@ -887,15 +887,20 @@ class Fabric(object):
                 self.run([module.get_bin_path("netplan", required=True), "apply"])
             except CommandError as exc:
                 errors.append(str(exc))
-        keep = [a for a in now_pair["addresses"] if a not in acts["remove"]] + list(acts["add"])
-        for verb, items in (("del", acts["remove"]), ("add", acts["add"]), ("add", None)):
-            # None: what the kernel took with a deleted primary address of its subnet (see present()), put back.
-            for item in items if items is not None else self.vanished(result, interfaces, keep):
+
+        def ip_addr(verb, items):
+            for item in items:
                 name, cidr = _netplan.split_pair(item)
                 try:
                     self.run([self.ip, "addr", verb, cidr, "dev", name])
                 except CommandError as exc:
                     errors.append(str(exc))
+
+        keep = [a for a in now_pair["addresses"] if a not in acts["remove"]] + list(acts["add"])
+        ip_addr("del", acts["remove"])
+        ip_addr("add", acts["add"])
+        # What the kernel took with a deleted primary address of its subnet (see present()), put back.
+        ip_addr("add", self.vanished(result, interfaces, keep))
         for state, names in (("down", acts["down"]), ("up", acts["up"])):
             for name in names:
                 try:

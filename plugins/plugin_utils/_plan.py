@@ -797,8 +797,6 @@ def _bootstrap_env(dep, layout):
     """The launch spec's bootstrap and layout variables (module_utils/_layout.launch_env): {} for a pair or a switch
     with fabric_interfaces."""
     s = dep["settings"]
-    if not management_bootstrap(s) and layout != "ring":
-        return {}
     return _layout.launch_env(layout or "direct", "management_interface" if management_bootstrap(s) else "fabric_interfaces",
                               s.get("specdec_nccl_management_interface") or _layout.DEFAULT_MANAGEMENT_INTERFACE,
                               engine="vllm" if dep["engine"] == "vllm" else "trtllm", nodes=len(dep["members"]),
