@@ -17,12 +17,14 @@ devices``, one ``#  Rank  N Group ... on HOST device ...`` line per rank), one r
 then the in-place ``time algbw busbw #wrong`` columns, ``# Out of bounds values : N OK|FAILED`` and ``# Avg bus
 bandwidth    : X``. The unit tests read a real recorded log (tests/unit/plugins/fixtures/nccl_tests/).
 
-Node-side and stdlib only (module sparkops.specdec.fabric_test runs it on the head of a TensorRT-LLM pair): besides
-the parser and the verdicts, ``decide`` (whether a start runs the test: before the first start and after a layout
-change, never while a server of the deployment runs), ``script``/``command`` (the ``docker exec`` of the test in the
-engine container: the image's mpirun over the container SSH mesh, the hostfile and NCCL/UCX environment the server's
-launch uses, under the server's lock) and ``record`` (the baseline kept in the deployment state file, key ``fabric``).
-vLLM (no sshd in its containers) and perftest's per-link ``ib_write_bw`` are not wired.
+Node-side and stdlib only (module sparkops.specdec.fabric_test runs it on the head of a deployment across Sparks):
+besides the parser and the verdicts, ``decide`` (whether a start runs the test: before the first start and after a
+layout change, never while a server of the deployment runs), ``command`` (TensorRT-LLM: the ``docker exec`` of SCRIPT
+in the engine container, the image's mpirun over the container SSH mesh, the hostfile and NCCL/UCX environment the
+server's launch uses, under the server's lock), ``host_command`` (vLLM, whose containers run no sshd: HOST_SCRIPT, the
+host's mpirun over the host SSH mesh, NVIDIA's NCCL runbook as written, with the NCCL environment of the engine
+container) and ``record`` (the baseline kept in the deployment state file, key ``fabric``). perftest's per-link
+``ib_write_bw`` is not wired.
 """
 
 from __future__ import annotations
@@ -55,6 +57,13 @@ _AVG = re.compile(r"^#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
 _OOB = re.compile(r"^#\s*Out of bounds values\s*:\s*(\d+)\s*(\S*)")
 _VERSION = re.compile(r"^#\s*nccl-tests version\s+(\S+)(?:\s+.*nccl-library=(\d+))?")
 _MISSING_LIB = re.compile(r"(libnccl[^:\s]*\.so[.0-9]*): cannot open shared object file")
+# OpenMPI (4.x) when a node has no such executable at the path the head resolved.
+_NO_EXEC = re.compile(r"could not access\s+or execute an executable")
+# mpirun could not start its daemon on a node: ssh refused, a key or host key not accepted, no orted there.
+_NO_DAEMON = re.compile(r"ORTE was unable to reliably start one or more daemons|Permission denied \(publickey|"
+                        r"Host key verification failed|orted: (?:command )?not found")
+# Where the test runs: in the head's engine container (TensorRT-LLM) or on the head host (vLLM).
+RUN_FROM = ("container", "host")
 
 
 def _number(text):
@@ -119,13 +128,36 @@ def threshold(layout, nodes):
     return THRESHOLDS.get(layout)
 
 
-def classify(result, layout, nodes, baseline=None, warn_fraction=0.8):
+def _missing_tool_message(text, rc, nodes, run_from):
+    """The warning of a run that found no mpirun (the host's) or no all_gather_perf; None when neither is missing."""
+    where = ", ".join(nodes)
+    if run_from == "host" and re.search(r"%s mpirun: command not found" % MARK, text):
+        return ("No mpirun on %s, the host that starts the fabric test of %s: the test did not run; install OpenMPI on "
+                "every node (sudo apt-get install -y openmpi-bin, as NVIDIA's NCCL runbook does), or set "
+                "specdec_server_fabric_test: never to silence this." % (nodes[0], where))
+    if not (rc == 127 or _NO_EXEC.search(text) or re.search(
+            r"(?:all_gather_perf|%s \S+): (?:command )?not found|all_gather_perf.*No such file or directory" % MARK, text)):
+        return None
+    if run_from == "host":
+        return ("No all_gather_perf on %s, the fabric test did not run: build nccl-tests on every node as NVIDIA's "
+                "NCCL runbook does (~/nccl-tests, make MPI=1, against the host's NCCL and OpenMPI; the test looks in "
+                "the PATH, then ~/nccl-tests/build and ~/nccl-tests_spark_cluster/build) or set "
+                "specdec_server_fabric_test_binary to its path on the hosts, or set specdec_server_fabric_test: never "
+                "to silence this; the collection never builds it during a run." % where)
+    return ("No all_gather_perf on %s, the fabric test did not run: build nccl-tests once (git clone "
+            "https://github.com/NVIDIA/nccl-tests; make MPI=1, against the engine image's NCCL and OpenMPI) and set "
+            "specdec_server_fabric_test_binary to it, or set specdec_server_fabric_test: never to silence this; the "
+            "collection never builds it during a run." % where)
+
+
+def classify(result, layout, nodes, baseline=None, warn_fraction=0.8, run_from="container"):
     """The verdict of one fabric test run: ``{status, busbw, threshold, message}``, ``message`` one line (None on pass).
 
     ``result``: ``{rc, stdout, stderr, timed_out, timeout}`` of the run; ``nodes``: the deployment's nodes (one rank
-    each); ``baseline``: the figure recorded in the state file by an earlier pass (None: none yet); below
-    ``warn_fraction`` of it is a warning. Statuses: pass, warn, fail, hang (no end within the timeout),
-    missing_library (NCCL not on every node), missing_tool (no all_gather_perf).
+    each, head first); ``baseline``: the figure recorded in the state file by an earlier pass (None: none yet); below
+    ``warn_fraction`` of it is a warning; ``run_from``: ``container`` (the engine container's mpirun, TensorRT-LLM) or
+    ``host`` (the host's, vLLM), for the messages. Statuses: pass, warn, fail, hang (no end within the timeout),
+    missing_library (NCCL not on every node), missing_tool (no all_gather_perf on a node; on the host, no mpirun).
     """
     nodes = list(nodes)
     where = ", ".join(nodes)
@@ -148,16 +180,18 @@ def classify(result, layout, nodes, baseline=None, warn_fraction=0.8):
             "specdec_server_fabric_test_binary at an all_gather_perf built against the engine image's NCCL, or set "
             "specdec_server_fabric_test: never; nothing was started." % (where, missing.group(1))))
         return verdict
-    no_tool = re.search(r"(?:all_gather_perf|%s \S+): (?:command )?not found|all_gather_perf.*No such file or directory"
-                        % MARK, text)
-    if result.get("rc") == 127 or no_tool:
-        verdict.update(status="missing_tool", message=(
-            "No all_gather_perf on %s, the fabric test did not run: build nccl-tests once (git clone "
-            "https://github.com/NVIDIA/nccl-tests; make MPI=1, against the engine image's NCCL and OpenMPI) and set "
-            "specdec_server_fabric_test_binary to it, or set specdec_server_fabric_test: never to silence this; the "
-            "collection never builds it during a run." % where))
+    daemon = _NO_DAEMON.search(text)
+    # A node without orted (ssh's 127) is not a missing all_gather_perf.
+    no_tool = _missing_tool_message(text, None if daemon else result.get("rc"), nodes, run_from)
+    if no_tool:
+        verdict.update(status="missing_tool", message=no_tool)
         return verdict
     problems = []
+    if daemon:
+        problems.append("mpirun could not start on every node over SSH (the %s SSH mesh of the ssh_mesh role: "
+                        "passwordless ssh to each hostfile address%s)" % (
+                            "host's" if run_from == "host" else "containers'",
+                            ", and OpenMPI's orted on every host" if run_from == "host" else ""))
     if len(parsed["ranks"]) != len(nodes):
         problems.append("%d ranks reported, %d nodes in the deployment" % (len(parsed["ranks"]), len(nodes)))
     wrong = sum((r[side]["wrong"] or 0) for r in parsed["rows"] for side in ("out_of_place", "in_place"))
@@ -262,6 +296,82 @@ def command(docker, container, binary, ranks, timeout, state_dir, env=None, lock
         argv += ["-e", "SPARKOPS_FABRIC_TEST_FORWARD=%s" % " ".join(sorted(env))]
     return argv + [container, "bash", "-c", SCRIPT, "sparkops-fabric-test", str(binary), str(int(ranks)),
                    str(int(timeout)), str(state_dir), str(lock_dir)] + list(ARGS)
+
+
+# ---------------------------------------------------------------------------- running it from the host (vLLM)
+
+# Where NVIDIA's runbooks build nccl-tests and NCCL on the hosts, under the cluster user's home: playbook-nccl's
+# (~/nccl-tests, ~/nccl/build; two Sparks, a switch) and the TRT-LLM cluster script's (~/nccl-tests_spark_cluster,
+# ~/nccl_spark_cluster/build; its ring build). Looked in, in this order, when the binary is the default name and not in
+# the PATH; the NCCL library directory beside it goes into LD_LIBRARY_PATH when that is not set.
+RUNBOOK_BUILDS = (("nccl-tests/build/all_gather_perf", "nccl/build/lib"),
+                  ("nccl-tests_spark_cluster/build/all_gather_perf", "nccl_spark_cluster/build/lib"))
+# The rest of the runbook's LD_LIBRARY_PATH ($CUDA_HOME/lib64, $MPI_HOME/lib on a Spark), where they exist.
+RUNBOOK_LIBS = ("/usr/local/cuda/lib64", "/usr/lib/aarch64-linux-gnu/openmpi/lib")
+# The OpenMPI and UCX variables NVIDIA's NCCL runbook exports with the interface NCCL_SOCKET_IFNAME names.
+HOST_IFNAME_ENV = ("UCX_NET_DEVICES", "OMPI_MCA_btl_tcp_if_include", "OMPI_MCA_oob_tcp_if_include")
+# mpirun's own settings on the host: ssh never asks for a password (a missing key fails at once, not at the timeout),
+# and a cluster user root may run it (as in the engine containers).
+HOST_MPI_ENV = {"OMPI_MCA_plm_rsh_args": "-o BatchMode=yes", "OMPI_ALLOW_RUN_AS_ROOT": "1",
+                "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+
+# Runs on the head HOST as the cluster user (bash -c HOST_SCRIPT name BINARY RANKS TIMEOUT HOSTS ARGS...): the host's
+# mpirun -H ip1:1,ip2:1 (NVIDIA's NCCL runbook), the binary from the PATH or the runbook's build directories, the
+# runbook's LD_LIBRARY_PATH when none is set, the NCCL/UCX environment forwarded to the ranks, bounded by timeout(1).
+HOST_SCRIPT = r"""set -u
+bin=$1 ranks=$2 limit=$3 hosts=$4
+shift 4
+command -v mpirun >/dev/null 2>&1 || { echo "%(mark)s mpirun: command not found" >&2; exit 127; }
+lib=
+path=$(command -v "$bin" 2>/dev/null) || path=
+if [ -z "$path" ] && [ "$bin" = all_gather_perf ]; then
+  for build in ${SPARKOPS_FABRIC_TEST_BUILDS:-}; do
+    if [ -x "$HOME/${build%%%%:*}" ]; then path=$HOME/${build%%%%:*} lib=$HOME/${build#*:}; break; fi
+  done
+fi
+[ -n "$path" ] || { echo "%(mark)s $bin: command not found" >&2; exit 127; }
+if [ -z "${LD_LIBRARY_PATH:-}" ]; then
+  ld=
+  for d in $lib ${SPARKOPS_FABRIC_TEST_LIBS:-}; do if [ -d "$d" ]; then ld=${ld:+$ld:}$d; fi; done
+  if [ -n "$ld" ]; then export LD_LIBRARY_PATH=$ld; fi
+fi
+forward=()
+for v in %(forward)s $(compgen -e | grep -E '^(NCCL|UCX)_' || true) ${SPARKOPS_FABRIC_TEST_FORWARD:-}; do
+  if [ -n "${!v:-}" ]; then forward+=(-x "$v"); fi
+done
+timeout -k 10 "$limit" mpirun -np "$ranks" -H "$hosts" "${forward[@]}" "$path" "$@"
+""" % {"mark": MARK, "forward": " ".join(FORWARD)}
+
+
+def host_env(container_env=None, env=None):
+    """The environment of the host run (``{NAME: value}``, added to the module's own).
+
+    ``container_env``: the engine container's environment (trtllm_container_spec's ``env``: module_utils/_layout's
+    fabric_env for the engine and the user's trtllm_container_env), of which the ``NCCL_`` entries are what the server's
+    NCCL runs with (the bootstrap interface, NCCL_IB_HCA, a ring's routing). UCX's and OpenMPI's interface variables
+    get NCCL_SOCKET_IFNAME's interfaces, as NVIDIA's NCCL runbook exports all three, unless the container names its own
+    or NCCL_SOCKET_IFNAME is an exclusion (``^``) list. ``env``: specdec_server_fabric_test_env, last (it wins).
+    """
+    out = dict(HOST_MPI_ENV)
+    container_env = dict(container_env or {})
+    out.update({k: str(v) for k, v in container_env.items() if k.startswith(("NCCL_", "UCX_"))})
+    ifname = out.get("NCCL_SOCKET_IFNAME", "")
+    if ifname and not ifname.startswith("^"):
+        for name in HOST_IFNAME_ENV:
+            out.setdefault(name, str(container_env.get(name) or ifname.lstrip("=")))
+    user = {k: str(v) for k, v in (env or {}).items()}
+    out.update(user)
+    out["SPARKOPS_FABRIC_TEST_FORWARD"] = " ".join(sorted(user))
+    out["SPARKOPS_FABRIC_TEST_BUILDS"] = " ".join("%s:%s" % pair for pair in RUNBOOK_BUILDS)
+    out["SPARKOPS_FABRIC_TEST_LIBS"] = " ".join(RUNBOOK_LIBS)
+    return out
+
+
+def host_command(binary, hosts, timeout):
+    """The argv of the host run: HOST_SCRIPT with the hostfile's addresses as mpirun's ``-H ip1:1,ip2:1`` (one rank
+    each, head first) and the runbook's arguments. Run it with ``host_env(...)`` added to the environment."""
+    return ["bash", "-c", HOST_SCRIPT, "sparkops-fabric-test", str(binary), str(len(hosts)), str(int(timeout)),
+            ",".join("%s:1" % h for h in hosts)] + list(ARGS)
 
 
 def result_of(rc, stdout, stderr, timeout, timed_out=False):

@@ -8,19 +8,29 @@ from __future__ import annotations
 DOCUMENTATION = r"""
 ---
 module: fabric_test
-short_description: The fabric test before serving (nccl-tests all_gather_perf over the pair's mpirun)
+short_description: The fabric test before serving (nccl-tests all_gather_perf over mpirun, one rank per Spark)
 version_added: 0.3.0
 description:
-  - Used by the C(specdec_server) role on the head of a TensorRT-LLM pair, before the server starts. It runs
+  - Used by the C(specdec_server) role on the head of a deployment across Sparks, before the server starts. It runs
     nccl-tests' C(all_gather_perf -b 16G -e 16G -f 2), the test NVIDIA's multi-Spark runbooks end with, from a binary
-    already present (O(binary)), with the engine image's C(mpirun) in the head's engine container (C(docker exec)),
-    with the OpenMPI hostfile, the NCCL/UCX/OpenMPI environment and the container SSH mesh the server's launch uses, one
-    rank per node. It never builds NCCL or nccl-tests.
+    already present (O(binary)), one rank per node at the OpenMPI hostfile's addresses. It never builds NCCL or
+    nccl-tests.
+  - O(run_from=container) (TensorRT-LLM) - with the engine image's C(mpirun) in the head's engine container
+    (C(docker exec)), with the OpenMPI hostfile, the NCCL/UCX/OpenMPI environment and the container SSH mesh the
+    server's launch uses.
+  - O(run_from=host) (vLLM, whose containers run no sshd) - NVIDIA's NCCL runbook as written - the host's C(mpirun
+    -H ip1:1,ip2:1) over the host SSH mesh (the C(ssh_mesh) role), run as the cluster user, with the C(NCCL_)
+    variables of the engine container (O(container_env)) and UCX's and OpenMPI's interface set to
+    C(NCCL_SOCKET_IFNAME)'s, as the runbook exports them. The binary is O(binary) in the C(PATH), else the runbooks'
+    builds C(~/nccl-tests/build/all_gather_perf) and C(~/nccl-tests_spark_cluster/build/all_gather_perf); without an
+    C(LD_LIBRARY_PATH) in O(env), the runbook's (the NCCL build beside it, C(/usr/local/cuda/lib64),
+    C(/usr/lib/aarch64-linux-gnu/openmpi/lib), those that exist). No C(mpirun) on the head is a C(missing_tool)
+    warning saying how to install OpenMPI.
   - When (O(mode) C(auto)) before the first start (no baseline in O(state)) and after a layout change (the layout,
     the nodes or the hostfile addresses differ from the baseline's), never while a server of the deployment runs
-    (O(server_running); the script checks again, in the container, under the server's lock, which it holds during
-    the test so that the supervisor does not start the server meanwhile), as 16 GB buffers would compete with the
-    loaded model for the unified memory. C(always) runs it before every start, C(never) never.
+    (O(server_running); in the container the script checks again under the server's lock, which it holds during the
+    test so that the supervisor does not start the server meanwhile), as 16 GB buffers would compete with the loaded
+    model for the unified memory. C(always) runs it before every start, C(never) never.
   - Verdicts (see docs/layouts.md) - C(pass); C(warn) (below O(warn_fraction) of the baseline on the same layout,
     a warning); C(missing_tool) (no such binary in the container, a warning that says how to install it; the start
     goes on); C(fail) (below the runbook's figure for the layout, wrong values, a missing rank, no
@@ -31,10 +41,23 @@ description:
 author:
   - sparkops maintainers (@sparkops)
 options:
+  run_from:
+    description:
+      - Where C(mpirun) starts - C(container), the head's engine container (TensorRT-LLM); C(host), the head host as
+        the user the module runs as, the cluster user of the host SSH mesh (vLLM).
+    type: str
+    choices: [container, host]
+    default: container
   container:
-    description: The engine container on the head (C(specdec_container_name)).
+    description: The engine container on the head (C(specdec_container_name)); O(run_from=container) only.
     type: str
     default: trtllm-multinode
+  container_env:
+    description:
+      - The engine container's environment (C(trtllm_container_spec.env)) - O(run_from=host) takes its C(NCCL_) and
+        C(UCX_) variables, the ones the server's NCCL runs with.
+    type: dict
+    default: {}
   state_dir:
     description:
       - C(specdec_state_dir), mounted at the same path in the container; its C(openmpi-hostfile) gives the ranks'
@@ -48,8 +71,9 @@ options:
     default: auto
   binary:
     description:
-      - C(specdec_server_fabric_test_binary), the C(all_gather_perf) to run, a path in the engine container or a name
-        looked up in its C(PATH). Every node's container needs it at the same path.
+      - C(specdec_server_fabric_test_binary), the C(all_gather_perf) to run, a path or a name looked up in the
+        C(PATH) - in the engine container (O(run_from=container)) or on the host (O(run_from=host), then also in the
+        runbooks' build directories). Every node needs it at the same path.
     type: str
     default: all_gather_perf
   timeout:
@@ -62,8 +86,8 @@ options:
     default: 0.8
   env:
     description:
-      - C(specdec_server_fabric_test_env), extra variables for the test (e.g. C(NCCL_DEBUG=INFO)), given to mpirun
-        and forwarded to every rank with C(mpirun -x).
+      - C(specdec_server_fabric_test_env), extra variables for the test (e.g. C(NCCL_DEBUG=INFO), or the host's
+        C(LD_LIBRARY_PATH)), given to mpirun and forwarded to every rank with C(mpirun -x).
     type: dict
     default: {}
   layout:
@@ -111,6 +135,18 @@ EXAMPLES = r"""
     state: "{{ probe.state }}"
     server_running: "{{ probe.running }}"
   register: fabric
+
+- name: The fabric test of a vLLM pair from the head host (the host's mpirun over the host SSH mesh)
+  sparkops.specdec.fabric_test:
+    run_from: host
+    container_env: "{{ trtllm_container_spec.env }}"
+    state_dir: /var/lib/sparkops/specdec
+    layout: direct
+    nodes: [spark-1, spark-2]
+    state: "{{ probe.state }}"
+    server_running: "{{ probe.running }}"
+  become: true
+  become_user: "{{ ssh_mesh_identity.user }}"
 """
 
 RETURN = r"""
@@ -152,10 +188,11 @@ def _tail(text, size=4000):
     return text[-size:] if text else ""
 
 
-def run(argv, limit):
-    """(rc, stdout, stderr, timed_out) of argv, waiting at most ``limit`` s."""
+def run(argv, limit, env=None):
+    """(rc, stdout, stderr, timed_out) of argv, waiting at most ``limit`` s; ``env`` is added to the module's."""
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=limit, check=False)
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=limit, check=False,
+                              env=dict(os.environ, **env) if env else None)
     except subprocess.TimeoutExpired as exc:
         out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         err = exc.stderr.decode(errors="replace") if isinstance(exc.stderr, bytes) else (exc.stderr or "")
@@ -166,7 +203,9 @@ def run(argv, limit):
 def run_module():
     module = AnsibleModule(
         argument_spec=dict(
+            run_from=dict(type="str", choices=list(_fabric_test.RUN_FROM), default="container"),
             container=dict(type="str", default="trtllm-multinode"),
+            container_env=dict(type="dict", default={}),
             state_dir=dict(type="path", required=True),
             mode=dict(type="str", choices=list(_fabric_test.MODES), default="auto"),
             binary=dict(type="str", default="all_gather_perf"),
@@ -201,16 +240,22 @@ def run_module():
         if decision["run"]:
             out["reason"] = "check mode: would run (%s)" % decision["reason"]
         module.exit_json(changed=False, fabric_test=out, record=previous)
-    argv = _fabric_test.command(module.get_bin_path("docker", required=True), p["container"], p["binary"],
-                                len(p["nodes"]), p["timeout"], p["state_dir"], p["env"], lock_dir=_fabric_test.LOCK_DIR)
+    if p["run_from"] == "host":
+        argv = _fabric_test.host_command(p["binary"], hosts, p["timeout"])
+        env = _fabric_test.host_env(p["container_env"], p["env"])
+    else:
+        argv = _fabric_test.command(module.get_bin_path("docker", required=True), p["container"], p["binary"],
+                                    len(p["nodes"]), p["timeout"], p["state_dir"], p["env"], lock_dir=_fabric_test.LOCK_DIR)
+        env = None
     start = time.monotonic()
-    rc, stdout, stderr, timed_out = run(argv, p["timeout"] + GRACE)
+    rc, stdout, stderr, timed_out = run(argv, p["timeout"] + GRACE, env)
     result = _fabric_test.result_of(rc, stdout, stderr, p["timeout"], timed_out)
     out.update(seconds=round(time.monotonic() - start, 1), rc=rc, stdout=_tail(stdout), stderr=_tail(stderr))
     if _fabric_test.server_runs(result):
         out["reason"] = "not run: %s" % stderr.strip().split(_fabric_test.MARK, 1)[-1].strip()
         module.exit_json(changed=False, fabric_test=out, record=previous)
-    verdict = _fabric_test.classify(result, p["layout"], p["nodes"], decision["baseline"], p["warn_fraction"])
+    verdict = _fabric_test.classify(result, p["layout"], p["nodes"], decision["baseline"], p["warn_fraction"],
+                                    run_from=p["run_from"])
     out.update(ran=True, status=verdict["status"], busbw=verdict["busbw"], threshold=verdict["threshold"],
                message=verdict["message"])
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

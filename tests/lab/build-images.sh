@@ -31,6 +31,8 @@ build() {  # build TAG DIR [docker build args...]; prints "changed TAG" when the
   rm -rf "$ctx"; mkdir -p "$ctx"
   cp -a "$dir/." "$ctx/"
   cp -a "$wheels" "$ctx/wheels"
+  # The node gets the engine stand-in's all_gather_perf on the host (engine vllm's fabric test runs it from there).
+  [ "$(basename "$dir")" != node ] || cp -a "$here/images/engine/all_gather_perf" "$ctx/"
   docker build -q --build-arg BASE_IMAGE="$base" --build-arg HF_HUB_VERSION="$HF_HUB_VERSION" "$@" -t "$tag" "$ctx" >/dev/null
   after=$(docker image inspect -f '{{.Id}}' "$tag")
   [ "$before" = "$after" ] || echo "changed $tag"

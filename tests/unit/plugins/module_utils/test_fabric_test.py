@@ -228,3 +228,65 @@ def test_the_script_bounds_a_hang_with_timeout(tmp_path, monkeypatch):
     result = _run_script(tmp_path, state, timeout=1)
     assert result["rc"] == 124 and result["timed_out"] is True
     assert _fabric_test.classify(result, "direct", PAIR)["status"] == "hang"
+
+
+# ---------------------------------------------------------------------------- from the host (engine vllm)
+
+def test_host_command_is_the_runbooks_mpirun_dash_h_one_slot_each():
+    argv = _fabric_test.host_command("all_gather_perf", HOSTS, 10)
+    assert argv[:3] == ["bash", "-c", _fabric_test.HOST_SCRIPT]
+    assert argv[3:] == ["sparkops-fabric-test", "all_gather_perf", "2", "10", "192.168.100.10:1,192.168.100.11:1",
+                        "-b", "16G", "-e", "16G", "-f", "2"]
+
+
+def test_host_env_takes_the_containers_nccl_and_sets_ucx_and_openmpi_as_the_runbook():
+    env = _fabric_test.host_env({"NCCL_SOCKET_IFNAME": "enP7s7", "GLOO_SOCKET_IFNAME": "enP7s7",
+                                 "NCCL_IB_SUBNET_AWARE_ROUTING": "1", "NCCL_NET_PLUGIN": "none",
+                                 "VLLM_HOST_IP": "10.0.0.1"}, {"NCCL_DEBUG": "INFO"})
+    assert {k: env[k] for k in ("UCX_NET_DEVICES", "OMPI_MCA_btl_tcp_if_include", "OMPI_MCA_oob_tcp_if_include")} == {
+        "UCX_NET_DEVICES": "enP7s7", "OMPI_MCA_btl_tcp_if_include": "enP7s7", "OMPI_MCA_oob_tcp_if_include": "enP7s7"}
+    assert env["NCCL_IB_SUBNET_AWARE_ROUTING"] == "1" and env["NCCL_NET_PLUGIN"] == "none"
+    assert "GLOO_SOCKET_IFNAME" not in env and "VLLM_HOST_IP" not in env
+    assert env["NCCL_DEBUG"] == "INFO" and env["SPARKOPS_FABRIC_TEST_FORWARD"] == "NCCL_DEBUG"
+    assert env["SPARKOPS_FABRIC_TEST_BUILDS"].split()[0] == "nccl-tests/build/all_gather_perf:nccl/build/lib"
+    # An exclusion list names no interface OpenMPI could include; "=" (exact names) is NCCL's only.
+    assert "OMPI_MCA_btl_tcp_if_include" not in _fabric_test.host_env({"NCCL_SOCKET_IFNAME": "^docker,lo"})
+    assert _fabric_test.host_env({"NCCL_SOCKET_IFNAME": "=eth0"})["UCX_NET_DEVICES"] == "eth0"
+    # The user's own value wins.
+    assert _fabric_test.host_env({"NCCL_SOCKET_IFNAME": "eth0"}, {"UCX_NET_DEVICES": "mlx5_0:1"})[
+        "UCX_NET_DEVICES"] == "mlx5_0:1"
+
+
+OPENMPI_NO_EXEC = """--------------------------------------------------------------------------
+mpirun was unable to launch the specified application as it could not access
+or execute an executable:
+
+Executable: /home/spark/nccl-tests/build/all_gather_perf
+Node: 192.168.100.11
+
+while attempting to start process rank 1.
+--------------------------------------------------------------------------
+"""
+OPENMPI_NO_DAEMON = """bash: line 1: orted: command not found
+--------------------------------------------------------------------------
+ORTE was unable to reliably start one or more daemons.
+This usually is caused by:
+"""
+
+
+def test_a_node_without_the_binary_is_missing_tool_and_one_without_ssh_a_failure():
+    verdict = _fabric_test.classify({"rc": 1, "stdout": "", "stderr": OPENMPI_NO_EXEC}, "direct", PAIR, run_from="host")
+    assert verdict["status"] == "missing_tool" and "~/nccl-tests/build" in verdict["message"]
+    daemon = _fabric_test.classify({"rc": 127, "stdout": "", "stderr": OPENMPI_NO_DAEMON}, "direct", PAIR,
+                                   run_from="host")
+    assert daemon["status"] == "fail" and "mpirun could not start on every node over SSH (the host's SSH mesh" \
+        in daemon["message"]
+    denied = _fabric_test.classify({"rc": 255, "stdout": "", "stderr": "spark@192.168.100.11: Permission denied "
+                                    "(publickey).\n"}, "direct", PAIR)
+    assert denied["status"] == "fail" and "the containers' SSH mesh" in denied["message"]
+
+
+def test_no_mpirun_on_the_host_names_openmpi():
+    stderr = "%s mpirun: command not found\n" % _fabric_test.MARK
+    verdict = _fabric_test.classify({"rc": 127, "stdout": "", "stderr": stderr}, "direct", PAIR, run_from="host")
+    assert verdict["status"] == "missing_tool" and verdict["message"].startswith("No mpirun on spark-1")

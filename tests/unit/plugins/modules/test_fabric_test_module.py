@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import shutil
 
 import pytest
 
@@ -37,8 +38,11 @@ def lab(tmp_path, monkeypatch):
     (bindir / "docker").write_text(
         "#!/bin/bash\nprintf '%%q ' \"$@\" >> %s/docker.calls\necho >> %s/docker.calls\nshift\n"
         "while [ \"$1\" = -e ]; do export \"$2\"; shift 2; done\nshift\nexec \"$@\"\n" % (tmp_path, tmp_path))
+    # mpirun [-np N] [-H HOSTS] [-x NAME]... CMD...: records its argv and environment, runs CMD here.
     (bindir / "mpirun").write_text(
-        "#!/bin/bash\nwhile [ $# -gt 0 ]; do case $1 in -np|-x) shift 2;; *) break;; esac; done\nexec \"$@\"\n")
+        "#!/bin/bash\nprintf '%%s\\n' \"$@\" > %s/mpirun.argv\nenv > %s/mpirun.env\n"
+        "while [ $# -gt 0 ]; do case $1 in -np|-x|-H) shift 2;; *) break;; esac; done\nexec \"$@\"\n"
+        % (tmp_path, tmp_path))
     out = tmp_path / "out.txt"
     (bindir / "all_gather_perf").write_text("#!/bin/sh\ncat %s\n[ -f %s.hang ] && exec sleep 60\nexit 0\n" % (out, out))
     for name in ("docker", "mpirun", "all_gather_perf"):
@@ -161,3 +165,64 @@ def test_no_hostfile_fails_with_one_line(lab):
     result = module_failure(m, args(lab))
     assert result["msg"].startswith("The fabric test needs the OpenMPI hostfile") and "\n" not in result["msg"]
     assert json.dumps(result)  # JSON-serialisable as Ansible returns it
+
+
+# ---------------------------------------------------------------------------- from the host (engine vllm)
+
+# The engine container's environment of a vLLM pair (module_utils/_container.container_spec: fabric_env for vllm).
+VLLM_ENV = {"NCCL_SOCKET_IFNAME": "enp1s0f1np1,enP2p1s0f1np1", "GLOO_SOCKET_IFNAME": "enp1s0f1np1,enP2p1s0f1np1",
+            "NCCL_IB_HCA": "rocep1s0f1,roceP2p1s0f1", "VLLM_HOST_IP": "192.168.100.10", "HF_HUB_OFFLINE": "1"}
+
+
+def _mpirun_env(tmp_path):
+    return dict(line.split("=", 1) for line in (tmp_path / "mpirun.env").read_text().splitlines() if "=" in line)
+
+
+def test_a_vllm_pair_runs_it_from_the_host_with_the_containers_nccl_env_and_no_docker(lab, tmp_path):
+    result = run_module(m, args(lab, run_from="host", container_env=VLLM_ENV, env={"NCCL_DEBUG": "INFO"}))
+    test = result["fabric_test"]
+    assert test["ran"] is True and test["status"] == "pass" and test["busbw"] == 22.9611 and test["hosts"] == HOSTS
+    assert result["record"]["busbw"] == 22.9611 and result["record"]["hosts"] == HOSTS and lab.calls() == []
+    argv = (tmp_path / "mpirun.argv").read_text().splitlines()
+    assert argv[:4] == ["-np", "2", "-H", "192.168.100.10:1,192.168.100.11:1"]
+    assert argv[-7:] == [str(tmp_path / "bin" / "all_gather_perf"), "-b", "16G", "-e", "16G", "-f", "2"]
+    forwarded = {argv[i + 1] for i, a in enumerate(argv) if a == "-x"}
+    assert {"NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "UCX_NET_DEVICES", "NCCL_DEBUG"} <= forwarded
+    assert not forwarded & {"GLOO_SOCKET_IFNAME", "VLLM_HOST_IP", "HF_HUB_OFFLINE"}
+    env = _mpirun_env(tmp_path)
+    # NVIDIA's NCCL runbook: UCX_NET_DEVICES, NCCL_SOCKET_IFNAME and OMPI_MCA_btl_tcp_if_include on the same interfaces.
+    assert env["OMPI_MCA_btl_tcp_if_include"] == env["UCX_NET_DEVICES"] == "enp1s0f1np1,enP2p1s0f1np1"
+    assert env["NCCL_IB_HCA"] == "rocep1s0f1,roceP2p1s0f1" and env["OMPI_MCA_plm_rsh_args"] == "-o BatchMode=yes"
+    assert "GLOO_SOCKET_IFNAME" not in env and "VLLM_HOST_IP" not in env
+
+
+def test_the_host_run_finds_the_runbooks_build_and_its_nccl_library(lab, tmp_path, monkeypatch):
+    home = tmp_path / "home"
+    build = home / "nccl-tests" / "build"
+    build.mkdir(parents=True)
+    (home / "nccl" / "build" / "lib").mkdir(parents=True)
+    os.rename(str(tmp_path / "bin" / "all_gather_perf"), str(build / "all_gather_perf"))
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("LD_LIBRARY_PATH", raising=False)
+    result = run_module(m, args(lab, run_from="host", container_env=VLLM_ENV))
+    assert result["fabric_test"]["status"] == "pass"
+    argv = (tmp_path / "mpirun.argv").read_text().splitlines()
+    assert argv[-7] == str(build / "all_gather_perf") and "LD_LIBRARY_PATH" in argv
+    assert _mpirun_env(tmp_path)["LD_LIBRARY_PATH"].split(":")[0] == str(home / "nccl" / "build" / "lib")
+    # The user's LD_LIBRARY_PATH wins.
+    run_module(m, args(lab, run_from="host", container_env=VLLM_ENV, env={"LD_LIBRARY_PATH": "/opt/nccl/lib"}))
+    assert _mpirun_env(tmp_path)["LD_LIBRARY_PATH"] == "/opt/nccl/lib"
+
+
+def test_no_mpirun_on_the_host_warns_once_naming_openmpi_and_goes_on(lab, tmp_path, monkeypatch):
+    os.remove(str(tmp_path / "bin" / "mpirun"))
+    shell = tmp_path / "shell"
+    shell.mkdir()
+    for tool in ("bash", "env"):
+        os.symlink(shutil.which(tool), str(shell / tool))
+    monkeypatch.setenv("PATH", "%s:%s" % (tmp_path / "bin", shell))
+    result = run_module(m, args(lab, run_from="host", container_env=VLLM_ENV))
+    assert result["fabric_test"]["status"] == "missing_tool" and result["record"] is None
+    assert len(lab.warnings) == 1 and lab.warnings[0].startswith("No mpirun on spark-1, the host that starts the "
+                                                                 "fabric test of spark-1, spark-2")
+    assert "openmpi-bin" in lab.warnings[0]
