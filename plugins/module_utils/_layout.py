@@ -106,6 +106,19 @@ def bootstrap_problem(layout, bootstrap):
     return None
 
 
+def reach_problem(layout, count):
+    """The one-line refusal of a ring whose head is not cabled to every other Spark (an accepted 4-node ring), else
+    None: the head's mpirun, the SSH mesh check, the peer copies and the fabric test reach each Spark over its cable to
+    the head (hostfile_addresses), and the container sshd listens on the fabric only. Refused by the plan, before
+    anything changes on a host (netplan_qsfp would otherwise address the ring first)."""
+    if layout == "ring" and count > 3:
+        return ("specdec_layout_accept_four_node_ring: a %d-node ring is accepted but cannot be deployed by this "
+                "release: the Spark opposite the head has no cable to it, and the head reaches every Spark of a ring "
+                "over their cable (mpirun, the SSH mesh, the peer copies, the fabric test); nothing was changed. Use "
+                "specdec_layout: switch for four Sparks (docs/layouts.md, Pending)." % count)
+    return None
+
+
 def parallel_problem(tp_size, pp_size, gpus, deployment):
     """The one-line problem when ``tp_size x pp_size`` is not the deployment's GPU count (one GPU per Spark), else
     None. Values that are not integers >= 1 are the per-setting checks' to report (None here)."""

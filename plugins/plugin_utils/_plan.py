@@ -1320,6 +1320,9 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
     line = _layout.bootstrap_problem(layout, s.get("specdec_nccl_bootstrap"))
     if line:
         errors.append(line)
+    line = _layout.reach_problem(layout, len(dep["members"]))
+    if line:
+        errors.append(line)
     llama = r["engine"] == "llamacpp"
     vllm = r["engine"] == "vllm"
     if vllm and vllm_version is not None and r["method"] in VLLM_METHOD_SINCE:
