@@ -788,7 +788,10 @@ def summary(rows):
         "torn_down": sorted(d for d, v in deployments.items() if v["status"] == "torn_down"),
         "retired": sorted(d for d, v in deployments.items() if v["status"] == "retired"),
         "nodes_without_deployment": others,
-        "unreachable_nodes": sorted(h for row in rows for h, n in row["nodes"].items() if not n["reachable"]),
+        # A torn-down or retired deployment's members are rows of their own when they are in the run; one outside it
+        # (removed from the inventory since) was never tried: not an unreachable node.
+        "unreachable_nodes": sorted({h for row in rows if row["status"] not in ENDED
+                                     for h, n in row["nodes"].items() if not n["reachable"]}),
     }
 
 

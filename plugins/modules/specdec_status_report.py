@@ -212,7 +212,9 @@ summary:
     C(image_id), C(uptime_seconds), C(acceptance_rate), C(draft_tokens), C(accepted_tokens), C(problems) (count),
     C(pending_changes) (members with a pending container change), C(in_inventory), C(torn_down_at)), C(serving) and
     C(not_serving) (ids; V(torn_down) and V(retired) deployments are in neither), C(torn_down) and C(retired) (ids),
-    C(nodes_without_deployment) (node -> C(status), C(reachable), C(pending_change) (bool)) and C(unreachable_nodes).
+    C(nodes_without_deployment) (node -> C(status), C(reachable), C(pending_change) (bool)) and C(unreachable_nodes)
+    (the nodes of the run Ansible could not reach, and the members of a live deployment outside the run; not the
+    members of a torn-down or retired one that left the inventory).
   returned: always
   type: dict
 all_serving:

@@ -587,6 +587,26 @@ def test_torn_down_next_to_a_serving_deployment_keeps_all_serving():
     assert _status.verdict(rows) == (True, "1 deployment(s) serving: spark-1. Torn down: pair-a.")
 
 
+def test_members_of_an_ended_deployment_outside_the_play_are_not_unreachable():
+    # molecule/layouts: switch-a (spark-1..4) torn down, spark-3 and spark-4 removed from the inventory afterwards;
+    # spark-1 keeps the torn-down record. The run never tried spark-3 or spark-4: they are not unreachable nodes.
+    old = torn(state(dep="switch-a", members=("spark-1", "spark-2", "spark-3", "spark-4"), fingerprint="old"))
+    live = state(k=2, updated="2026-11-24T09:00:00+00:00")
+    facts = {"spark-1": node_fact("spark-1", [old, live],
+                                  [probe_of(live, metrics_text=fixture("llamacpp-metrics-after.txt"))]),
+             "spark-2": absent_node("spark-2", [old])}
+    rows = _status.build_rows(["spark-1", "spark-2"], None, facts)
+    assert ("switch-a", "torn_down") in [(r["deployment"], r["status"]) for r in rows]
+    assert _status.summary(rows)["unreachable_nodes"] == []
+    # A node of the play that Ansible could not reach still is, whatever its deployments' status.
+    facts["spark-2"] = {"unreachable": True, "msg": "ssh: connect to host spark-2 port 22: No route to host"}
+    assert _status.summary(_status.build_rows(["spark-1", "spark-2"], None, facts))["unreachable_nodes"] == ["spark-2"]
+    # A live deployment whose member is not in this run (--limit) names it, as before.
+    pair = state(dep="pair-a", members=("spark-1", "spark-9"), updated="2026-11-24T10:00:00+00:00")
+    facts = {"spark-1": node_fact("spark-1", [pair], [probe_of(pair)])}
+    assert _status.summary(_status.build_rows(["spark-1"], None, facts))["unreachable_nodes"] == ["spark-9"]
+
+
 def test_record_of_an_id_the_inventory_no_longer_assigns_is_retired():
     # molecule/fleet left pair-a.json on spark-1 and spark-2; the lab inventory now deploys spark-1 as "spark-1".
     live = state(k=2, updated="2026-11-24T09:00:00+00:00")
