@@ -18,7 +18,8 @@ from ansible_collections.sparkops.specdec.plugins.plugin_utils import _action
 from ansible_collections.sparkops.specdec.plugins.module_utils import _firewall
 
 _ARGS = frozenset(("state", "probe", "ssh_connection", "networks", "port", "consent", "fabric_interfaces",
-                   "fabric_addresses", "container_ssh_port", "deployment", "two_nodes", "check_only"))
+                   "fabric_addresses", "container_ssh_port", "management_peers", "deployment", "two_nodes",
+                   "check_only"))
 
 
 class ActionModule(ActionBase):
@@ -54,6 +55,7 @@ class ActionModule(ActionBase):
                           fabric_interfaces=args.get("fabric_interfaces") or [],
                           fabric_addresses=args.get("fabric_addresses") or [],
                           container_ssh_port=args.get("container_ssh_port") or 0,
+                          management_peers=args.get("management_peers") or [],
                           deployment=args.get("deployment") or "default", two_nodes=two_nodes,
                           check_only=check_only)
             plan = _firewall.plan_apply(host, inputs)

@@ -182,11 +182,15 @@ def status_active(status_text):
     return bool(re.search(r"^Status: active\b", str(status_text or ""), re.M))
 
 
-def wanted_rules(networks, port, ssh_port, fabric_interfaces, fabric_networks, container_ssh_port):
-    """The rules of the plan, in the order ufw must evaluate them (the endpoint's reject last)."""
+def wanted_rules(networks, port, ssh_port, fabric_interfaces, fabric_networks, container_ssh_port, peers=()):
+    """The rules of the plan, in the order ufw must evaluate them (the endpoint's reject last). ``peers``: the other
+    members' management addresses (specdec_nccl_bootstrap: management_interface), each admitted on every port."""
     rules = [_rule("allow", "tcp", ssh_port, "any", why="the Ansible SSH connection")]
     for iface in fabric_interfaces:
         rules.append(_rule("allow", "any", "any", "any", iface, why="the fabric (OpenMPI/NCCL random TCP ports)"))
+    for peer in peers:
+        rules.append(_rule("allow", "any", "any", peer, why="a member of the deployment on the management network "
+                                                             "(OpenMPI, NCCL and Gloo bootstrap there on random ports)"))
     if container_ssh_port:
         for net in fabric_networks:
             rules.append(_rule("allow", "tcp", container_ssh_port, net, why="the container sshd (mpirun)"))
@@ -217,7 +221,9 @@ def plan_apply(host, inputs):
     """The firewall plan of one node. ``inputs``: ``networks`` (the setting), ``port`` (endpoint), ``ufw_path``,
     ``status`` (``ufw status verbose``), ``tuples`` (user rules), ``ssh_connection``, ``ansible_port``,
     ``fabric_interfaces``, ``fabric_addresses`` (CIDRs), ``container_ssh_port`` (0: none), ``consent``
-    (specdec_server_firewall_enable), ``deployment``, ``two_nodes``, ``check_only`` (the fabric is not known yet).
+    (specdec_server_firewall_enable), ``deployment``, ``two_nodes``, ``check_only`` (the fabric is not known yet),
+    ``management_peers`` (the other members' management addresses when NCCL, UCX and OpenMPI bootstrap over the
+    management interface: each must be an IP address; their random ports would be denied otherwise).
 
     Returns ``{errors, add, delete, enable, rules, diff, pending}``; ``add``/``delete`` are community.general.ufw
     options in the order to run them (deletes first).
@@ -255,6 +261,18 @@ def plan_apply(host, inputs):
         errors.append("specdec_server_allowed_networks: the fabric interfaces of %s are unknown (netplan_qsfp_fabric "
                       "not set), and a firewall without them would cut OpenMPI/NCCL; run the netplan_qsfp role first "
                       "(playbooks/two_sparks.yml does)." % host)
+    peers = []
+    for value in inputs.get("management_peers") or []:
+        try:
+            peer = str(ipaddress.ip_address(str(value).strip()))
+        except ValueError:
+            errors.append("specdec_nccl_bootstrap: management_interface with specdec_server_allowed_networks admits the "
+                          "other members of %s's deployment by their management address (ansible_host), but one is "
+                          "%r, not an IP address; set the ansible_host of every member to its management IP address."
+                          % (host, str(value)))
+            continue
+        if peer not in peers:
+            peers.append(peer)
     existing = parse_tuples(inputs.get("tuples"))
     # ufw evaluates its user rules in order and we append: a rule of someone else that refuses the Ansible
     # connection before ours would lock the controller out once ufw is active.
@@ -272,7 +290,7 @@ def plan_apply(host, inputs):
 
     comment = tag(inputs.get("deployment"))
     wanted = wanted_rules(networks, port, ssh_port, interfaces, _fabric_networks(inputs.get("fabric_addresses")),
-                          int(inputs.get("container_ssh_port") or 0))
+                          int(inputs.get("container_ssh_port") or 0), peers)
     ours = [r for r in existing if is_ours(r["comment"])]
     have = {}
     for rule in ours:
@@ -316,6 +334,18 @@ def plan_remove(host, inputs):
         return {"delete": [], "disable": False, "kept": [], "pending": False, "remove_marker": bool(inputs.get("marker")),
                 "diff": {"before": "", "after": ""}}
     active = status_active(inputs.get("status"))
+    peers = []
+    for value in inputs.get("management_peers") or []:
+        try:
+            peer = str(ipaddress.ip_address(str(value).strip()))
+        except ValueError:
+            errors.append("specdec_nccl_bootstrap: management_interface with specdec_server_allowed_networks admits the "
+                          "other members of %s's deployment by their management address (ansible_host), but one is "
+                          "%r, not an IP address; set the ansible_host of every member to its management IP address."
+                          % (host, str(value)))
+            continue
+        if peer not in peers:
+            peers.append(peer)
     existing = parse_tuples(inputs.get("tuples"))
     ours = {}
     for rule in existing:

@@ -79,6 +79,14 @@ options:
     description: The container sshd port (C(specdec_container_ssh_port)); 0 for none (one node).
     type: int
     default: 0
+  management_peers:
+    description:
+      - The other members' management IP addresses (their C(ansible_host)) when NCCL, UCX and OpenMPI bootstrap over
+        the management interface (C(specdec_nccl_bootstrap=management_interface)); each is admitted on every port, as
+        OpenMPI's out-of-band TCP, NCCL's and Gloo's bootstrap and vLLM's rendezvous listen there on random ports.
+    type: list
+    elements: str
+    default: []
   deployment:
     description: The deployment id, part of the rules' comment.
     type: str
@@ -305,6 +313,7 @@ def present(module, node, found):
                   ansible_port=params["ansible_port"], networks=params["networks"], port=params["port"],
                   consent=params["consent"], fabric_interfaces=params["fabric_interfaces"],
                   fabric_addresses=params["fabric_addresses"], container_ssh_port=params["container_ssh_port"],
+                  management_peers=params["management_peers"],
                   deployment=params["deployment"], two_nodes=params["two_nodes"], check_only=params["check_only"])
     plan = _firewall.plan_apply(node, inputs)
     if plan["errors"]:
@@ -371,6 +380,7 @@ def main():
             fabric_interfaces=dict(type="list", elements="str", default=[]),
             fabric_addresses=dict(type="list", elements="str", default=[]),
             container_ssh_port=dict(type="int", default=0),
+            management_peers=dict(type="list", elements="str", default=[]),
             deployment=dict(type="str", default="default"),
             two_nodes=dict(type="bool", default=False),
             ssh_connection=dict(type="str", default=""),

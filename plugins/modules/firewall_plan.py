@@ -82,6 +82,13 @@ options:
     description: The container sshd port (C(specdec_container_ssh_port)); 0 for none (one node).
     type: int
     default: 0
+  management_peers:
+    description:
+      - The other members' management IP addresses when NCCL, UCX and OpenMPI bootstrap over the management interface
+        (C(specdec_nccl_bootstrap=management_interface)); each is admitted on every port.
+    type: list
+    elements: str
+    default: []
   deployment:
     description: The deployment id, part of the rules' comment.
     type: str

@@ -91,6 +91,33 @@ def test_removed_network_is_deleted_and_added_network_goes_before_the_reject():
     assert labels(plan["add"]) == ["allow from 10.20.0.0/16 to port 8355/tcp", "reject from any to port 8355/tcp"]
 
 
+def test_a_management_bootstrap_admits_the_other_members_on_every_port():
+    # specdec_nccl_bootstrap: management_interface: OpenMPI's out-of-band TCP, NCCL's and Gloo's bootstrap and vLLM's
+    # rendezvous listen on random ports of the management interface; a deny-by-default ufw must let the members in.
+    plan = _firewall.plan_apply("spark-1", inputs(management_peers=["192.168.250.12", "192.168.250.12"]))
+    assert plan["errors"] == []
+    assert labels(plan["add"])[3] == "allow from 192.168.250.12"
+    assert plan["add"][3] == {"rule": "allow", "from_ip": "192.168.250.12", "delete": False,
+                              "comment": "sparkops-specdec:spark-1", "label": "allow from 192.168.250.12"}
+    assert len(plan["add"]) == 8 and labels(plan["add"])[-1] == "reject from any to port 8355/tcp"
+    # As ufw stores it (a /32 is the bare address): the second run adds nothing.
+    applied = APPLIED + "\n" + ours("allow any any 0.0.0.0/0 any 192.168.250.12 in")
+    again = _firewall.plan_apply("spark-1", inputs(status=STATUS_ACTIVE, tuples=applied,
+                                                   management_peers=["192.168.250.12"]))
+    assert again["add"] == [] and again["delete"] == []
+    # Back to the fabric bootstrap: the member's rule goes.
+    back = _firewall.plan_apply("spark-1", inputs(status=STATUS_ACTIVE, tuples=applied))
+    assert labels(back["delete"]) == ["allow from 192.168.250.12/32"] and back["add"] == []
+
+
+def test_a_management_peer_that_is_not_an_address_is_one_line_before_any_change():
+    plan = _firewall.plan_apply("spark-1", inputs(management_peers=["spark-2.lan"]))
+    assert plan["errors"] == [
+        "specdec_nccl_bootstrap: management_interface with specdec_server_allowed_networks admits the other members of "
+        "spark-1's deployment by their management address (ansible_host), but one is 'spark-2.lan', not an IP address; "
+        "set the ansible_host of every member to its management IP address."]
+
+
 def test_single_node_has_no_fabric_or_container_sshd_rules():
     plan = _firewall.plan_apply("spark-1", inputs(fabric_interfaces=[], fabric_addresses=[], container_ssh_port=0,
                                                   two_nodes=False, networks=["10.0.0.0/8", "10.0.0.0/8"]))
