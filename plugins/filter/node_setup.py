@@ -19,8 +19,10 @@
 - ``specs | sparkops.specdec.trtllm_container_sshd_targets(hostfile_hosts)`` (``specs``: each node's
   ``trtllm_container_spec``): what the head probes before mpirun (module container_sshd_wait): each hostfile address
   with the node whose container sshd listens there.
-- ``fabric | sparkops.specdec.fabric_hostfile_hosts(layout, head)`` (``fabric``: each node's ``netplan_qsfp_fabric``,
-  in the deployment's fabric order): the OpenMPI hostfile's addresses, head first, in the layout's plan (issue 24).
+- ``fabric | sparkops.specdec.fabric_hostfile_hosts(layout, head, management)`` (``fabric``: each node's
+  ``netplan_qsfp_fabric``, in the deployment's fabric order; ``management``: each node's management address): the
+  OpenMPI hostfile's addresses, head first, in the layout's plan (issue 24; an accepted 4-node ring's on the
+  management network).
 
 A refusal fails the task that uses the filter, before the task changes anything, with a one-line message.
 """
@@ -104,15 +106,17 @@ def trtllm_container_sshd_targets(specs, hostfile_hosts):
         raise AnsibleFilterError(str(exc)) from None
 
 
-def fabric_hostfile_hosts(fabric, layout, head):
+def fabric_hostfile_hosts(fabric, layout, head, management=None):
     """The OpenMPI hostfile's addresses of a deployment, head first (module_utils/_layout.hostfile_addresses):
-    ``fabric`` maps each node, in the deployment's fabric order, to its published ``netplan_qsfp_fabric``."""
+    ``fabric`` maps each node, in the deployment's fabric order, to its published ``netplan_qsfp_fabric``;
+    ``management`` each node to its management address (an accepted 4-node ring is reached over it)."""
     if not isinstance(fabric, Mapping):
         raise AnsibleFilterError("fabric_hostfile_hosts: expected a mapping of node to netplan_qsfp_fabric, got %s"
                                  % type(fabric).__name__)
     published = {str(h): (f if isinstance(f, Mapping) else {}) for h, f in fabric.items()}
     hosts, error = _layout.hostfile_addresses(None if layout in (None, "", _layout.AUTO) else str(layout), str(head),
-                                              list(published), published)
+                                              list(published), published,
+                                              dict(management) if isinstance(management, Mapping) else None)
     if error:
         raise AnsibleFilterError(error)
     return hosts

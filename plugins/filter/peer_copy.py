@@ -40,18 +40,22 @@ def _members(fabrics):
     return [str(member) for member in fabrics] if isinstance(fabrics, Mapping) else []
 
 
-def peer_copy_role(fabrics, me, head, enabled="auto", download=True, users=None):
+def _management(management):
+    return {str(k): str(v or "") for k, v in management.items()} if isinstance(management, Mapping) else None
+
+
+def peer_copy_role(fabrics, me, head, enabled="auto", download=True, users=None, management=None):
     try:
         return _peer_copy.peer_copy_role(fabrics, str(me), _members(fabrics), str(head), enabled, bool(download),
-                                         *_users(users))
+                                         *_users(users), management=_management(management))
     except _peer_copy.PeerCopyError as exc:
         raise AnsibleFilterError(exc.msg) from None
 
 
-def image_peer_copy_role(fabrics, me, head, enabled="auto", image="", users=None):
+def image_peer_copy_role(fabrics, me, head, enabled="auto", image="", users=None, management=None):
     try:
         return _peer_copy.image_peer_copy_role(fabrics, str(me), _members(fabrics), str(head), enabled, str(image or ""),
-                                               *_users(users))
+                                               *_users(users), management=_management(management))
     except _peer_copy.PeerCopyError as exc:
         raise AnsibleFilterError(exc.msg) from None
 

@@ -106,17 +106,28 @@ def bootstrap_problem(layout, bootstrap):
     return None
 
 
-def reach_problem(layout, count):
-    """The one-line refusal of a ring whose head is not cabled to every other Spark (an accepted 4-node ring), else
-    None: the head's mpirun, the SSH mesh check, the peer copies and the fabric test reach each Spark over its cable to
-    the head (hostfile_addresses), and the container sshd listens on the fabric only. Refused by the plan, before
-    anything changes on a host (netplan_qsfp would otherwise address the ring first)."""
-    if layout == "ring" and count > 3:
-        return ("specdec_layout_accept_four_node_ring: a %d-node ring is accepted but cannot be deployed by this "
-                "release: the Spark opposite the head has no cable to it, and the head reaches every Spark of a ring "
-                "over their cable (mpirun, the SSH mesh, the peer copies, the fabric test); nothing was changed. Use "
-                "specdec_layout: switch for four Sparks (docs/layouts.md, Pending)." % count)
-    return None
+def reach_problem(layout, members, addresses):
+    """The one-line refusal of an accepted 4-node ring whose Sparks have no management IP address (``ansible_host``),
+    else None. The Spark opposite the head has no cable to it: the deployment reaches every Spark over the management
+    network (hostfile_addresses), which needs each one's address. Refused by the plan, before anything changes on a
+    host (netplan_qsfp would otherwise address the ring first)."""
+    if layout != "ring" or len(members) <= 3:
+        return None
+    bad = [m for m in members if not _is_ip(str((addresses or {}).get(m) or "").strip())]
+    if not bad:
+        return None
+    return ("specdec_layout_accept_four_node_ring: the Spark opposite the head has no cable to it, so a %d-node ring is "
+            "reached over the management network (mpirun's hostfile, the container sshd, the peer copies), but the "
+            "ansible_host of %s is not an IP address; set it to the Spark's management IP address, or use "
+            "specdec_layout: switch for four Sparks." % (len(members), ", ".join(bad)))
+
+
+def _is_ip(text):
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 def parallel_problem(tp_size, pp_size, gpus, deployment):
@@ -347,16 +358,19 @@ def published_cabling_problems(layout, nodes, fabric):
     return cabling_problems(layout, facts, list(nodes))
 
 
-def hostfile_addresses(layout, head, nodes, fabric):
-    """``(addresses, error)``: the OpenMPI hostfile of a deployment, one fabric address per node, head first (mpirun's
-    ssh and the ranks' rendezvous start on the head, so every address must be one the head reaches directly).
+def hostfile_addresses(layout, head, nodes, fabric, management=None):
+    """``(addresses, error)``: the OpenMPI hostfile of a deployment, one address per node, head first (mpirun's ssh
+    and the ranks' rendezvous start on the head, so every address must be one the head reaches directly).
 
     ``nodes``: the deployment's nodes; ``fabric``: host -> its ``netplan_qsfp_fabric`` (``ips``, bare addresses, and
-    ``addresses``, the same with their prefix: the cabled port's two, a ring's four in RING_NETDEVS order).
+    ``addresses``, the same with their prefix: the cabled port's two, a ring's four in RING_NETDEVS order);
+    ``management``: host -> its management address (``ansible_host``), or None.
     ``direct`` and ``switch``: each node's address on logical link 1 (today's pair, byte for byte; a switch's shared
     subnet). ``ring``: the head's first address, and each other node's address on the cable it shares with the head
-    (in a 3-node ring every node is the head's neighbour); a node not cabled to the head (the far node of a 4-node
-    ring) is the error, one line naming the fix."""
+    (in a 3-node ring every node is the head's neighbour). A ring with a node not cabled to the head (the Spark
+    opposite it in an accepted 4-node ring) is reached over the management network: every node's management address
+    (so that OpenMPI's tree spawn from any node reaches any other; a ring bootstraps over the management interface
+    anyway, ``bootstrap_problem``); without them, the error, one line naming the fix."""
     order = [head] + [n for n in nodes if n != head]
     first = [str(((fabric.get(n) or {}).get("ips") or [""])[0]) for n in order]
     if layout != "ring":
@@ -366,9 +380,13 @@ def hostfile_addresses(layout, head, nodes, fabric):
     for node in order[1:]:
         found = (addresses_in_subnets((fabric.get(node) or {}).get("addresses"), own) or [None])[0]
         if found is None:
+            reach = [str((management or {}).get(n) or "").strip() for n in order]
+            if all(reach):
+                return reach, None
             return [], ("specdec_layout: %s is not cabled to the head %s in this ring, so mpirun on the head cannot "
-                        "reach it over the fabric; only 3-node rings (every node the head's neighbour) are supported: "
-                        "use specdec_layout: switch for four Sparks." % (node, head))
+                        "reach it over the fabric, and the management addresses (ansible_host) of the Sparks are not "
+                        "known; set ansible_host of every Spark to its management IP address, or use specdec_layout: "
+                        "switch for four Sparks." % (node, head))
         out.append(found)
     return out, None
 

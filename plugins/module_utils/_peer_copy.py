@@ -184,7 +184,7 @@ def _fabric_by_member(fabrics):
 
 
 def peer_copy_role(fabrics, me, members, head, enabled='auto', download=True, mesh_user='', deploy_user='',
-                   setting=MODELS_SETTING):
+                   setting=MODELS_SETTING, management=None):
     """This node's part in fetching the models of its deployment.
 
     ``fabrics``: each member's published ``netplan_qsfp_fabric`` by member ({} or None for one that has none; only
@@ -195,8 +195,9 @@ def peer_copy_role(fabrics, me, members, head, enabled='auto', download=True, me
     cache), or ``enabled`` auto with an SSH mesh user that is not the deploy user (``mesh_user_decision``) is
     ``alone``: the node does what it did before (fetch or check by itself). In a pair the head fetches from the Hub
     and every other member receives from the head's address on a link they share (``_netplan.addresses_in_subnets``: a
-    pair's and a switch's ``netplan_qsfp_fabric.ips[0]``, a ring's on the cable between them), else the head's first
-    one.
+    pair's and a switch's ``netplan_qsfp_fabric.ips[0]``, a ring's on the cable between them). A member that shares
+    no link with the head (the Spark opposite it in an accepted 4-node ring) receives from the head's management address
+    (``management``: member -> its ``ansible_host``, on the SSH mesh like the rest), else from the head's first one.
     ``enabled`` true with another mesh user is a PeerCopyError.
     """
     fabrics = _fabric_by_member(fabrics)
@@ -226,12 +227,18 @@ def peer_copy_role(fabrics, me, members, head, enabled='auto', download=True, me
                             'netplan_qsfp role on the pair first, or set %s: false.' % (setting, head, setting))
     # The head's address on a link it shares with this node (a ring's neighbours share one cable).
     mine = fabrics.get(me) if isinstance(fabrics.get(me), Mapping) else {}
-    address = (addresses_in_subnets(fabric.get('addresses'), mine.get('addresses')) or [str(ips[0])])[0]
+    shared = addresses_in_subnets(fabric.get('addresses'), mine.get('addresses'))
+    over = str((management or {}).get(head) or '').strip() if not shared and mine.get('addresses') else ''
+    if over:
+        return {'mode': 'receive', 'source': head, 'source_address': over,
+                'reason': 'copied from %s over the management network (%s): no fabric link to it' % (head, over)}
+    address = (shared or [str(ips[0])])[0]
     return {'mode': 'receive', 'source': head, 'source_address': address,
             'reason': 'copied from %s over the fabric (%s)' % (head, address)}
 
 
-def image_peer_copy_role(fabrics, me, members, head, enabled='auto', image='', mesh_user='', deploy_user=''):
+def image_peer_copy_role(fabrics, me, members, head, enabled='auto', image='', mesh_user='', deploy_user='',
+                         management=None):
     """``peer_copy_role`` for the engine image. An image pinned by digest (``name@sha256:...``) is pulled by every
     node: ``docker load`` records no registry digest, so a loaded copy could not be found by it."""
     fabrics = _fabric_by_member(fabrics)
@@ -242,7 +249,7 @@ def image_peer_copy_role(fabrics, me, members, head, enabled='auto', image='', m
                                 % (me, ', '.join(members or []) or 'none'))
         return {'mode': 'alone', 'source': None, 'source_address': None,
                 'reason': 'pinned by digest: every node pulls it (docker load records no registry digest)'}
-    role = peer_copy_role(fabrics, me, members, head, mode, True, mesh_user, deploy_user, IMAGE_SETTING)
+    role = peer_copy_role(fabrics, me, members, head, mode, True, mesh_user, deploy_user, IMAGE_SETTING, management)
     if mode is False and role['mode'] == 'alone' and len(list(members or [])) > 1:
         role['reason'] = '%s is false: every node pulls or loads the image itself' % IMAGE_SETTING
     return role

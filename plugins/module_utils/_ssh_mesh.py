@@ -126,8 +126,9 @@ def peers_to_verify(me, members):
     Every address of every peer, except where this node's and a peer's entries carry prefix lengths (the fabric
     addresses of netplan_qsfp_fabric.addresses): then only the peer's addresses in one of this node's subnets, the
     links they share. A ring's neighbours share one cable (two of their four subnets); the other two addresses of a
-    neighbour are on its cable to the third node, which this node has no route to. A peer sharing no subnet keeps all
-    its addresses, so that its verification fails and names them rather than passing by testing nothing.
+    neighbour are on its cable to the third node, which this node has no route to. A peer sharing no subnet is verified
+    on its bare addresses (a management address, the way to the Spark opposite this one in an accepted 4-node ring),
+    else on all its addresses, so that its verification fails and names them rather than passing by testing nothing.
     """
     # A bare address is a subnet of one address: it shares no link with another node's.
     mine = members[me].get("addresses") or []
@@ -136,7 +137,8 @@ def peers_to_verify(me, members):
         if host == me:
             continue
         entries = [str(a) for a in ident.get("addresses") or []]
-        peers += addresses_in_subnets(entries, mine) or [_address(a) for a in entries]
+        bare = [a for a in entries if "/" not in a]
+        peers += addresses_in_subnets(entries, mine) or bare or [_address(a) for a in entries]
     return peers
 
 

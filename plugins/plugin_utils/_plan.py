@@ -1320,7 +1320,7 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
     line = _layout.bootstrap_problem(layout, s.get("specdec_nccl_bootstrap"))
     if line:
         errors.append(line)
-    line = _layout.reach_problem(layout, len(dep["members"]))
+    line = _layout.reach_problem(layout, dep["members"], dep.get("addresses"))
     if line:
         errors.append(line)
     llama = r["engine"] == "llamacpp"

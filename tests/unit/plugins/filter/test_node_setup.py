@@ -73,5 +73,9 @@ def test_fabric_hostfile_hosts_of_a_pair_and_a_ring():
         ("s4", ["192.168.6.1/24", "192.168.7.1/24", "192.168.4.2/24", "192.168.5.2/24"]))}
     with pytest.raises(AnsibleFilterError, match="^specdec_layout: s3 is not cabled to the head s1"):
         filters.fabric_hostfile_hosts(four, "ring", "s1")
+    management = {"s1": "10.0.0.1", "s2": "10.0.0.2", "s3": "10.0.0.3", "s4": "10.0.0.4"}
+    assert filters.fabric_hostfile_hosts(four, "ring", "s1", management) == [
+        "10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"]
+    assert filters.fabric_hostfile_hosts(pair, "direct", "spark-1", management) == ["192.168.100.10", "192.168.100.11"]
     with pytest.raises(AnsibleFilterError, match="expected a mapping"):
         filters.fabric_hostfile_hosts(["s1"], "ring", "s1")

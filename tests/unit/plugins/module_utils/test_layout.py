@@ -183,10 +183,18 @@ def test_hostfile_of_a_ring_uses_each_nodes_cable_to_the_head():
                                                                        None)
 
 
-def test_hostfile_of_a_four_node_ring_cannot_reach_the_far_node():
+def test_hostfile_of_a_four_node_ring_is_the_management_network():
     four = ['s1', 's2', 's3', 's4']
     fabric = {h: _published(_layout.ring_addresses(i, 4)) for i, h in enumerate(four)}
+    # s3 is opposite the head: without the management addresses, one line.
     assert _layout.hostfile_addresses('ring', 's1', four, fabric) == ([], (
         "specdec_layout: s3 is not cabled to the head s1 in this ring, so mpirun on the head cannot reach it over the "
-        "fabric; only 3-node rings (every node the head's neighbour) are supported: use specdec_layout: switch for "
-        "four Sparks."))
+        "fabric, and the management addresses (ansible_host) of the Sparks are not known; set ansible_host of every "
+        "Spark to its management IP address, or use specdec_layout: switch for four Sparks."))
+    management = {'s1': '10.0.0.1', 's2': '10.0.0.2', 's3': '10.0.0.3', 's4': '10.0.0.4'}
+    hosts, error = _layout.hostfile_addresses('ring', 's2', four, fabric, management)
+    assert error is None and hosts == ['10.0.0.2', '10.0.0.1', '10.0.0.3', '10.0.0.4']
+    # A 3-node ring and a pair keep their fabric hostfile, management addresses or not.
+    three = {h: _published(RUNBOOK_RING[i]) for i, h in enumerate(THREE)}
+    hosts3, error3 = _layout.hostfile_addresses('ring', 's1', THREE, three, management)
+    assert (hosts3, error3) == (['192.168.0.1', '192.168.0.2', '192.168.2.2'], None)

@@ -132,6 +132,28 @@ def test_ring_receivers_copy_from_the_heads_address_on_their_cable():
     assert _peer_copy.peer_copy_role(_ring(), 's3', members, 's2')['source_address'] == '192.168.4.1'
 
 
+def test_the_spark_opposite_the_head_in_a_four_node_ring_copies_over_the_management_network():
+    from ansible_collections.sparkops.specdec.plugins.module_utils import _layout
+    nodes = ['s1', 's2', 's3', 's4']
+    fabrics = {h: {'ips': [a.split('/', 1)[0] for a in _layout.ring_addresses(i, 4)],
+                   'addresses': _layout.ring_addresses(i, 4)} for i, h in enumerate(nodes)}
+    management = {'s1': '10.20.0.1', 's2': '10.20.0.2', 's3': '10.20.0.3', 's4': '10.20.0.4'}
+    far = _peer_copy.peer_copy_role(fabrics, 's3', nodes, 's1', management=management)
+    assert far == {'mode': 'receive', 'source': 's1', 'source_address': '10.20.0.1',
+                   'reason': 'copied from s1 over the management network (10.20.0.1): no fabric link to it'}
+    assert _peer_copy.image_peer_copy_role(fabrics, 's3', nodes, 's1', 'auto', 'img:1',
+                                           management=management)['source_address'] == '10.20.0.1'
+    # The neighbours keep their cable to the head (s2 on s1's port 0, s4 on its port 1).
+    assert _peer_copy.peer_copy_role(fabrics, 's2', nodes, 's1', management=management)['source_address'] == \
+        '192.168.0.1'
+    assert _peer_copy.peer_copy_role(fabrics, 's4', nodes, 's1', management=management)['source_address'] == \
+        '192.168.2.1'
+    # A 3-node ring and a pair never use it.
+    three = ['s1', 's2', 's3']
+    assert _peer_copy.peer_copy_role(_ring(), 's3', three, 's1', management=management)['source_address'] == \
+        '192.168.2.1'
+
+
 def test_a_pair_with_addresses_still_copies_from_link_1():
     fabrics = {'spark-1': {'ips': ['192.168.100.10', '192.168.101.10'],
                            'addresses': ['192.168.100.10/24', '192.168.101.10/24']},
@@ -475,3 +497,16 @@ def test_a_failed_remote_command_is_not_tried_again(tmp_path, flaky_ssh):
                            _peer_copy.SshTransport('10.0.0.1', ssh=ssh, retry_delays=(0, 0)), 'spark-1',
                            allow_patterns=['config.json'])
     assert len(log.read_text().splitlines()) == 1
+
+
+def test_the_filters_pass_the_management_addresses_through():
+    from ansible_collections.sparkops.specdec.plugins.filter import peer_copy as peer_copy_filter
+    from ansible_collections.sparkops.specdec.plugins.module_utils import _layout
+    nodes = ['s1', 's2', 's3', 's4']
+    fabrics = {h: {'ips': [a.split('/', 1)[0] for a in _layout.ring_addresses(i, 4)],
+                   'addresses': _layout.ring_addresses(i, 4)} for i, h in enumerate(nodes)}
+    management = {h: '10.20.0.%d' % (i + 1) for i, h in enumerate(nodes)}
+    assert peer_copy_filter.peer_copy_role(fabrics, 's3', 's1', 'auto', True, None, management)['source_address'] == \
+        '10.20.0.1'
+    assert peer_copy_filter.image_peer_copy_role(fabrics, 's3', 's1', 'auto', 'img:1', None, management)[
+        'source_address'] == '10.20.0.1'

@@ -110,6 +110,22 @@ def test_a_peer_sharing_no_subnet_keeps_every_address():
     assert m.mesh_blocks("a", plain, "k", 2233)["peers"] == ["10.9.0.2"]
 
 
+def test_a_four_node_ring_verifies_the_spark_opposite_on_its_management_address():
+    """An accepted 4-node ring: each node's identity is its four fabric addresses and, bare, its management address
+    (playbooks/plays/spark_deploy.yml). Neighbours are verified on their cable, the Spark opposite on its management
+    address; the containers trust each key from the management address too (mpirun's ssh comes from there)."""
+    from ansible_collections.sparkops.specdec.plugins.module_utils import _layout
+    nodes = ["s1", "s2", "s3", "s4"]
+    members = {h: ident(str(i + 1), addresses=_layout.ring_addresses(i, 4) + ["10.20.0.%d" % (i + 1)])
+               for i, h in enumerate(nodes)}
+    peers = m.mesh_blocks("s1", members, "k", 2233)["peers"]
+    # Two addresses on each neighbour's cable (s2's port 1, s4's port 0), the management address of the one opposite.
+    assert peers == ["192.168.0.2", "192.168.1.2", "10.20.0.3", "192.168.2.2", "192.168.3.2"]
+    out = m.mesh_blocks("s1", members, "k", 2233)
+    assert '10.20.0.3" ssh-ed25519 AAAAcmesh3 trtllm-mesh@s3' in out["container"]["authorized_keys"]
+    assert "[10.20.0.3]:2233 ssh-ed25519 AAAAcont3" in out["container"]["known_hosts"]
+
+
 def test_blocks_leave_out_keys_not_there_yet():
     out = m.mesh_blocks("spark-1", {"spark-1": ident("1", mesh=False, container=False, cmesh=False)}, "k", 2233)
     assert out["blocks"]["authorized_keys"] == ""

@@ -64,13 +64,22 @@ def test_four_node_ring_needs_consent():
     assert any(e.startswith("specdec_layout: a 4-node ring is not an NVIDIA-supported layout") for e in refused["errors"])
     accepted = _build(["a", "b", "c", "d"], specdec_layout="ring", specdec_server_tp_size=4,
                       specdec_layout_accept_four_node_ring=True, specdec_nccl_bootstrap="management_interface")
-    # Accepted, it is still refused by the plan (before netplan_qsfp addresses anything): the head cannot reach the
-    # Spark opposite it over the fabric (docs/layouts.md, Pending).
-    assert accepted["errors"] == [
-        "specdec_layout_accept_four_node_ring: a 4-node ring is accepted but cannot be deployed by this release: the "
-        "Spark opposite the head has no cable to it, and the head reaches every Spark of a ring over their cable "
-        "(mpirun, the SSH mesh, the peer copies, the fabric test); nothing was changed. Use specdec_layout: switch for "
-        "four Sparks (docs/layouts.md, Pending)."]
+    # Accepted: reached over the management network (each Spark's ansible_host), with NCCL_ALGO=Ring.
+    assert accepted["errors"] == [] and accepted["plan"]["layout"] == "ring"
+    assert accepted["plan"]["rank_env"]["NCCL_ALGO"] == "Ring"
+    # A Spark without a management IP address: one line before anything changes.
+    base = {"trtllm_container_image": IMAGE, "specdec_server_preset": "auto", "specdec_layout": "ring",
+            "specdec_server_tp_size": 4, "specdec_layout_accept_four_node_ring": True,
+            "specdec_nccl_bootstrap": "management_interface"}
+    dep = _plan.deployment_from_inventory(base, "spark_cluster", ["a", "b", "c", "d"], "a",
+                                          {"a": "10.20.0.37", "b": "10.20.0.38", "c": "spark-c.lan", "d": "10.20.0.40"})
+    built = _plan.build_plan(dep, trtllm_version="1.3.0rc12", version_source="image tag", commits=COMMITS,
+                             image_id="sha256:" + "c" * 64)
+    assert built["errors"] == [
+        "specdec_layout_accept_four_node_ring: the Spark opposite the head has no cable to it, so a 4-node ring is "
+        "reached over the management network (mpirun's hostfile, the container sshd, the peer copies), but the "
+        "ansible_host of c is not an IP address; set it to the Spark's management IP address, or use specdec_layout: "
+        "switch for four Sparks."]
 
 
 def test_ring_with_pipeline_parallel():
