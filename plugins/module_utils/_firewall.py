@@ -334,18 +334,6 @@ def plan_remove(host, inputs):
         return {"delete": [], "disable": False, "kept": [], "pending": False, "remove_marker": bool(inputs.get("marker")),
                 "diff": {"before": "", "after": ""}}
     active = status_active(inputs.get("status"))
-    peers = []
-    for value in inputs.get("management_peers") or []:
-        try:
-            peer = str(ipaddress.ip_address(str(value).strip()))
-        except ValueError:
-            errors.append("specdec_nccl_bootstrap: management_interface with specdec_server_allowed_networks admits the "
-                          "other members of %s's deployment by their management address (ansible_host), but one is "
-                          "%r, not an IP address; set the ansible_host of every member to its management IP address."
-                          % (host, str(value)))
-            continue
-        if peer not in peers:
-            peers.append(peer)
     existing = parse_tuples(inputs.get("tuples"))
     ours = {}
     for rule in existing:
