@@ -159,6 +159,13 @@ nodes:
     netplan_note:
       description: Why a netplan file stays, or null.
       type: str
+    netplan_backups:
+      description:
+        - The backups of the netplan file that carry the collection's mark (netplan_fabric's C(<file>.<pid>.<time>~),
+          one per content change), removed with it (only with O(remove_netplan)); a backup of another tool's plan
+          stays.
+      type: list
+      elements: str
     addresses:
       description: Fabric addresses to remove, C(cidr) and C(dev) each; present now, never the management address.
       type: list

@@ -301,8 +301,8 @@ def plan_node(host, probe, options):
     ansible_host), netplan_apply (netplan_qsfp_apply and netplan_qsfp_apply_method == netplan), remove_mesh and mesh
     (the node's check-mode read of ssh_mesh_keys state=absent, mesh_plan's ``read``).
     Returns a dict: container, stop_server, previous (kept_container's plan), state_files (state_files' plan), models,
-    netplan_ours, netplan_note, addresses ({cidr, dev}), netplan_apply, mesh (mesh_plan's plan), removals (the plan
-    lines) and notes.
+    netplan_ours, netplan_note, netplan_backups (our marked backups of the file, ``netplan_backups`` of the probe),
+    addresses ({cidr, dev}), netplan_apply, mesh (mesh_plan's plan), removals (the plan lines) and notes.
     """
     probe = probe or {}
     container = container_state(probe.get("state"))
@@ -347,6 +347,13 @@ def plan_node(host, probe, options):
                     items.append("fabric address %s dev %s" % (cidr, dev))
     if note:
         notes.append(note)
+    # netplan_fabric's backups of our own file (<file>.<pid>.<time>~, one per content change; netplan reads only
+    # *.yaml): with the file, those carrying our mark go. A backup of someone else's file (a plan taken over) stays.
+    backups = []
+    if options.get("remove_netplan") and (probe.get("netplan_backups") or {}).get("rc") == 0:
+        backups = [line.strip() for line in str(probe["netplan_backups"].get("stdout") or "").splitlines()
+                   if line.strip().startswith("%s." % netplan_file) and line.strip().endswith("~")]
+        items += ["netplan backup %s" % path for path in backups]
     mesh, mesh_items, mesh_notes = mesh_plan(host, options.get("mesh"), options.get("remove_mesh"))
     items += mesh_items
     notes += mesh_notes
@@ -360,6 +367,7 @@ def plan_node(host, probe, options):
         "netplan_file": netplan_file,
         "netplan_ours": ours,
         "netplan_note": note,
+        "netplan_backups": backups,
         "addresses": addresses,
         "netplan_apply": bool(ours and options.get("netplan_apply")),
         "mesh": mesh,

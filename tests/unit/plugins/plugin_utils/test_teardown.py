@@ -49,8 +49,11 @@ def line(name, rc=0, out="", err=""):
     return "%s\t%d\t%s\t%s" % (name, rc, _b64(out), _b64(err))
 
 
-def probe(state=(0, RUNNING, ""), netplan=(0, OURS, ""), addrs=(0, IP_NOW, ""), dirs=None, kept=None, record=None):
+def probe(state=(0, RUNNING, ""), netplan=(0, OURS, ""), addrs=(0, IP_NOW, ""), dirs=None, kept=None, record=None,
+          backups=None):
     lines = [line("state", *state), line("netplan", *netplan), line("addrs", *addrs)]
+    if backups is not None:
+        lines.append(line("netplan_backups", 0, "\n".join(backups)))
     if kept is not None:
         lines += [line("kept", *kept), line("record", *record), line("record_path", 0, RECORD_PATH)]
     root = {"item": "root", "rc": 0, "stdout": "\n".join(lines)}
@@ -126,6 +129,16 @@ def test_our_netplan_file_and_its_present_cx7_addresses():
                                  {"cidr": "192.168.101.10/24", "dev": "enP2p1s0f1np1"}]
     assert node["removals"][1:] == ["netplan file " + NETPLAN, "fabric address 192.168.100.10/24 dev enp1s0f1np1",
                                     "fabric address 192.168.101.10/24 dev enP2p1s0f1np1"]
+
+
+def test_our_marked_backups_of_the_netplan_file_go_with_it():
+    # The probe lists only the backups that carry our mark (playbooks/teardown.yml); one of the wrong name is ignored.
+    backups = [NETPLAN + ".1234.2026-11-28@10:00:00~", NETPLAN + ".99.2026-11-28@11:00:00~", "/etc/netplan/other.yaml~"]
+    node = _teardown.plan_node("spark-1", probe(backups=backups), options(remove_netplan=True))
+    assert node["netplan_backups"] == backups[:2]
+    assert node["removals"][-2:] == ["netplan backup " + b for b in backups[:2]]
+    # Not requested: none.
+    assert _teardown.plan_node("spark-1", probe(backups=backups), options())["netplan_backups"] == []
 
 
 def test_absent_addresses_are_not_planned():
