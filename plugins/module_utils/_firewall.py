@@ -189,8 +189,9 @@ def wanted_rules(networks, port, ssh_port, fabric_interfaces, fabric_networks, c
     for iface in fabric_interfaces:
         rules.append(_rule("allow", "any", "any", "any", iface, why="the fabric (OpenMPI/NCCL random TCP ports)"))
     for peer in peers:
-        rules.append(_rule("allow", "any", "any", peer, why="a member of the deployment on the management network "
-                                                             "(OpenMPI, NCCL and Gloo bootstrap there on random ports)"))
+        rules.append(_rule("allow", "any", "any", peer,
+                           why="a member of the deployment on the management network (OpenMPI, NCCL and Gloo bootstrap "
+                               "there on random ports)"))
     if container_ssh_port:
         for net in fabric_networks:
             rules.append(_rule("allow", "tcp", container_ssh_port, net, why="the container sshd (mpirun)"))
