@@ -40,22 +40,39 @@ def _members(fabrics):
     return [str(member) for member in fabrics] if isinstance(fabrics, Mapping) else []
 
 
-def _management(management):
-    return {str(k): str(v or "") for k, v in management.items()} if isinstance(management, Mapping) else None
+def _management(fabrics):
+    """Each member's management address, where ``peer_copy_fabrics`` added it to its fabric (else None)."""
+    if not isinstance(fabrics, Mapping):
+        return None
+    found = {str(k): str(v.get("management") or "") for k, v in fabrics.items()
+             if isinstance(v, Mapping) and v.get("management")}
+    return found or None
 
 
-def peer_copy_role(fabrics, me, head, enabled="auto", download=True, users=None, management=None):
+def peer_copy_fabrics(fabrics, management):
+    """``fabrics`` (member -> its published ``netplan_qsfp_fabric``) with each member's management address (its
+    ``ansible_host``) added as ``management``: where a member with no fabric link to the head (the Spark opposite it in
+    an accepted 4-node ring) copies from."""
+    if not isinstance(fabrics, Mapping):
+        raise AnsibleFilterError("peer_copy_fabrics: expected a mapping of member to netplan_qsfp_fabric, got %s"
+                                 % type(fabrics).__name__)
+    management = management if isinstance(management, Mapping) else {}
+    return {str(m): dict(f if isinstance(f, Mapping) else {}, management=str(management.get(m) or ""))
+            for m, f in fabrics.items()}
+
+
+def peer_copy_role(fabrics, me, head, enabled="auto", download=True, users=None):
     try:
         return _peer_copy.peer_copy_role(fabrics, str(me), _members(fabrics), str(head), enabled, bool(download),
-                                         *_users(users), management=_management(management))
+                                         *_users(users), management=_management(fabrics))
     except _peer_copy.PeerCopyError as exc:
         raise AnsibleFilterError(exc.msg) from None
 
 
-def image_peer_copy_role(fabrics, me, head, enabled="auto", image="", users=None, management=None):
+def image_peer_copy_role(fabrics, me, head, enabled="auto", image="", users=None):
     try:
         return _peer_copy.image_peer_copy_role(fabrics, str(me), _members(fabrics), str(head), enabled, str(image or ""),
-                                               *_users(users), management=_management(management))
+                                               *_users(users), management=_management(fabrics))
     except _peer_copy.PeerCopyError as exc:
         raise AnsibleFilterError(exc.msg) from None
 
@@ -75,4 +92,5 @@ def peer_copy_results(copied, looked=None):
 class FilterModule(object):
     def filters(self):
         return {"peer_copy_role": peer_copy_role, "image_peer_copy_role": image_peer_copy_role,
+                "peer_copy_fabrics": peer_copy_fabrics,
                 "peer_copy_results": peer_copy_results}

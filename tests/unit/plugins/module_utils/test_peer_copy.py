@@ -506,7 +506,11 @@ def test_the_filters_pass_the_management_addresses_through():
     fabrics = {h: {'ips': [a.split('/', 1)[0] for a in _layout.ring_addresses(i, 4)],
                    'addresses': _layout.ring_addresses(i, 4)} for i, h in enumerate(nodes)}
     management = {h: '10.20.0.%d' % (i + 1) for i, h in enumerate(nodes)}
-    assert peer_copy_filter.peer_copy_role(fabrics, 's3', 's1', 'auto', True, None, management)['source_address'] == \
+    with_management = peer_copy_filter.peer_copy_fabrics(fabrics, management)
+    assert with_management['s1'] == dict(fabrics['s1'], management='10.20.0.1')
+    assert peer_copy_filter.peer_copy_role(with_management, 's3', 's1', 'auto', True)['source_address'] == '10.20.0.1'
+    assert peer_copy_filter.image_peer_copy_role(with_management, 's3', 's1', 'auto', 'img:1')['source_address'] == \
         '10.20.0.1'
-    assert peer_copy_filter.image_peer_copy_role(fabrics, 's3', 's1', 'auto', 'img:1', None, management)[
-        'source_address'] == '10.20.0.1'
+    # Without it (or for a neighbour), as before.
+    assert peer_copy_filter.peer_copy_role(fabrics, 's3', 's1', 'auto', True)['source_address'] == '192.168.0.1'
+    assert peer_copy_filter.peer_copy_role(with_management, 's2', 's1', 'auto', True)['source_address'] == '192.168.0.1'
