@@ -40,15 +40,6 @@ def _members(fabrics):
     return [str(member) for member in fabrics] if isinstance(fabrics, Mapping) else []
 
 
-def _management(fabrics):
-    """Each member's management address, where ``peer_copy_fabrics`` added it to its fabric (else None)."""
-    if not isinstance(fabrics, Mapping):
-        return None
-    found = {str(k): str(v.get("management") or "") for k, v in fabrics.items()
-             if isinstance(v, Mapping) and v.get("management")}
-    return found or None
-
-
 def peer_copy_fabrics(fabrics, management):
     """``fabrics`` (member -> its published ``netplan_qsfp_fabric``) with each member's management address (its
     ``ansible_host``) added as ``management``: where a member with no fabric link to the head (the Spark opposite it in
@@ -64,7 +55,7 @@ def peer_copy_fabrics(fabrics, management):
 def peer_copy_role(fabrics, me, head, enabled="auto", download=True, users=None):
     try:
         return _peer_copy.peer_copy_role(fabrics, str(me), _members(fabrics), str(head), enabled, bool(download),
-                                         *_users(users), management=_management(fabrics))
+                                         *_users(users))
     except _peer_copy.PeerCopyError as exc:
         raise AnsibleFilterError(exc.msg) from None
 
@@ -72,7 +63,7 @@ def peer_copy_role(fabrics, me, head, enabled="auto", download=True, users=None)
 def image_peer_copy_role(fabrics, me, head, enabled="auto", image="", users=None):
     try:
         return _peer_copy.image_peer_copy_role(fabrics, str(me), _members(fabrics), str(head), enabled, str(image or ""),
-                                               *_users(users), management=_management(fabrics))
+                                               *_users(users))
     except _peer_copy.PeerCopyError as exc:
         raise AnsibleFilterError(exc.msg) from None
 

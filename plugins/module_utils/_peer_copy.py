@@ -184,7 +184,7 @@ def _fabric_by_member(fabrics):
 
 
 def peer_copy_role(fabrics, me, members, head, enabled='auto', download=True, mesh_user='', deploy_user='',
-                   setting=MODELS_SETTING, management=None):
+                   setting=MODELS_SETTING):
     """This node's part in fetching the models of its deployment.
 
     ``fabrics``: each member's published ``netplan_qsfp_fabric`` by member ({} or None for one that has none; only
@@ -197,7 +197,8 @@ def peer_copy_role(fabrics, me, members, head, enabled='auto', download=True, me
     and every other member receives from the head's address on a link they share (``_netplan.addresses_in_subnets``: a
     pair's and a switch's ``netplan_qsfp_fabric.ips[0]``, a ring's on the cable between them). A member that shares
     no link with the head (the Spark opposite it in an accepted 4-node ring) receives from the head's management address
-    (``management``: member -> its ``ansible_host``, on the SSH mesh like the rest), else from the head's first one.
+    (the ``management`` of its entry, its ``ansible_host``, which the filter peer_copy_fabrics adds; on the SSH mesh
+    like the rest), else from the head's first one.
     ``enabled`` true with another mesh user is a PeerCopyError.
     """
     fabrics = _fabric_by_member(fabrics)
@@ -228,7 +229,7 @@ def peer_copy_role(fabrics, me, members, head, enabled='auto', download=True, me
     # The head's address on a link it shares with this node (a ring's neighbours share one cable).
     mine = fabrics.get(me) if isinstance(fabrics.get(me), Mapping) else {}
     shared = addresses_in_subnets(fabric.get('addresses'), mine.get('addresses'))
-    over = str((management or {}).get(head) or '').strip() if not shared and mine.get('addresses') else ''
+    over = str(fabric.get('management') or '').strip() if not shared and mine.get('addresses') else ''
     if over:
         return {'mode': 'receive', 'source': head, 'source_address': over,
                 'reason': 'copied from %s over the management network (%s): no fabric link to it' % (head, over)}
@@ -237,8 +238,7 @@ def peer_copy_role(fabrics, me, members, head, enabled='auto', download=True, me
             'reason': 'copied from %s over the fabric (%s)' % (head, address)}
 
 
-def image_peer_copy_role(fabrics, me, members, head, enabled='auto', image='', mesh_user='', deploy_user='',
-                         management=None):
+def image_peer_copy_role(fabrics, me, members, head, enabled='auto', image='', mesh_user='', deploy_user=''):
     """``peer_copy_role`` for the engine image. An image pinned by digest (``name@sha256:...``) is pulled by every
     node: ``docker load`` records no registry digest, so a loaded copy could not be found by it."""
     fabrics = _fabric_by_member(fabrics)
@@ -249,7 +249,7 @@ def image_peer_copy_role(fabrics, me, members, head, enabled='auto', image='', m
                                 % (me, ', '.join(members or []) or 'none'))
         return {'mode': 'alone', 'source': None, 'source_address': None,
                 'reason': 'pinned by digest: every node pulls it (docker load records no registry digest)'}
-    role = peer_copy_role(fabrics, me, members, head, mode, True, mesh_user, deploy_user, IMAGE_SETTING, management)
+    role = peer_copy_role(fabrics, me, members, head, mode, True, mesh_user, deploy_user, IMAGE_SETTING)
     if mode is False and role['mode'] == 'alone' and len(list(members or [])) > 1:
         role['reason'] = '%s is false: every node pulls or loads the image itself' % IMAGE_SETTING
     return role

@@ -138,20 +138,22 @@ def test_the_spark_opposite_the_head_in_a_four_node_ring_copies_over_the_managem
     fabrics = {h: {'ips': [a.split('/', 1)[0] for a in _layout.ring_addresses(i, 4)],
                    'addresses': _layout.ring_addresses(i, 4)} for i, h in enumerate(nodes)}
     management = {'s1': '10.20.0.1', 's2': '10.20.0.2', 's3': '10.20.0.3', 's4': '10.20.0.4'}
-    far = _peer_copy.peer_copy_role(fabrics, 's3', nodes, 's1', management=management)
+    # Each entry with its management address, as the filter peer_copy_fabrics adds it.
+    fabrics = {h: dict(f, management=management[h]) for h, f in fabrics.items()}
+    far = _peer_copy.peer_copy_role(fabrics, 's3', nodes, 's1')
     assert far == {'mode': 'receive', 'source': 's1', 'source_address': '10.20.0.1',
                    'reason': 'copied from s1 over the management network (10.20.0.1): no fabric link to it'}
-    assert _peer_copy.image_peer_copy_role(fabrics, 's3', nodes, 's1', 'auto', 'img:1',
-                                           management=management)['source_address'] == '10.20.0.1'
+    assert _peer_copy.image_peer_copy_role(fabrics, 's3', nodes, 's1', 'auto', 'img:1')['source_address'] == \
+        '10.20.0.1'
     # The neighbours keep their cable to the head (s2 on s1's port 0, s4 on its port 1).
-    assert _peer_copy.peer_copy_role(fabrics, 's2', nodes, 's1', management=management)['source_address'] == \
+    assert _peer_copy.peer_copy_role(fabrics, 's2', nodes, 's1')['source_address'] == \
         '192.168.0.1'
-    assert _peer_copy.peer_copy_role(fabrics, 's4', nodes, 's1', management=management)['source_address'] == \
+    assert _peer_copy.peer_copy_role(fabrics, 's4', nodes, 's1')['source_address'] == \
         '192.168.2.1'
     # A 3-node ring and a pair never use it.
     three = ['s1', 's2', 's3']
-    assert _peer_copy.peer_copy_role(_ring(), 's3', three, 's1', management=management)['source_address'] == \
-        '192.168.2.1'
+    ring = {h: dict(f, management=management[h]) for h, f in _ring().items()}
+    assert _peer_copy.peer_copy_role(ring, 's3', three, 's1')['source_address'] == '192.168.2.1'
 
 
 def test_a_pair_with_addresses_still_copies_from_link_1():
