@@ -113,7 +113,7 @@ def reach_problem(layout, members, addresses):
     host (netplan_qsfp would otherwise address the ring first)."""
     if layout != "ring" or len(members) <= 3:
         return None
-    bad = [m for m in members if not _is_ip(str((addresses or {}).get(m) or "").strip())]
+    bad = [m for m in members if not is_ip(str((addresses or {}).get(m) or "").strip())]
     if not bad:
         return None
     return ("specdec_layout_accept_four_node_ring: the Spark opposite the head has no cable to it, so a %d-node ring is "
@@ -122,9 +122,10 @@ def reach_problem(layout, members, addresses):
             "specdec_layout: switch for four Sparks." % (len(members), ", ".join(bad)))
 
 
-def _is_ip(text):
+def is_ip(value):
+    """Whether ``value`` is an IP address literal (a management address the plan can name: ``ansible_host``)."""
     try:
-        ipaddress.ip_address(text)
+        ipaddress.ip_address(str(value))
     except ValueError:
         return False
     return True

@@ -810,7 +810,7 @@ def _master_addr(dep, layout, errors):
     s = dep["settings"]
     if management_bootstrap(s):
         addr = str((dep.get("addresses") or {}).get(dep["head"]) or "").strip()
-        if _is_ip_literal(addr):
+        if _layout.is_ip(addr):
             return addr
         errors.append("specdec_nccl_bootstrap: management_interface makes vLLM's --master-addr the head's management "
                       "address, but the ansible_host of %s is %s, not an IP address; set ansible_host of %s to its "
@@ -1206,16 +1206,6 @@ def api_key_fingerprint(key, deployment):
     return "pbkdf2-sha256:" + digest.hex()
 
 
-def _is_ip_literal(value):
-    import ipaddress
-
-    try:
-        ipaddress.ip_address(str(value))
-    except ValueError:
-        return False
-    return True
-
-
 def resolve_bind_host(value, head, management_address):
     """``(address, error)``: the address llama-server / trtllm-serve binds for ``specdec_server_host``.
 
@@ -1227,7 +1217,7 @@ def resolve_bind_host(value, head, management_address):
         return "127.0.0.1", None
     if text == "management":
         addr = str(management_address or "").strip()
-        if _is_ip_literal(addr):
+        if _layout.is_ip(addr):
             return addr, None
         return None, ("specdec_server_host: management binds the address Ansible reaches %s at, but its ansible_host is "
                       "%s, not an IP address; set ansible_host of %s to its management IPv4 address, or set "
