@@ -263,6 +263,14 @@ def decide(mode, record, current, server_running):
         float(record["busbw"]), record.get("measured_at")), "baseline": baseline}
 
 
+# Both scripts' ``mpirun -x`` list: FORWARD, every NCCL_ and UCX_ variable set, and the names of
+# specdec_server_fabric_test_env (SPARKOPS_FABRIC_TEST_FORWARD), each when it is set.
+_FORWARD_LOOP = r"""forward=()
+for v in %s $(compgen -e | grep -E '^(NCCL|UCX)_' || true) ${SPARKOPS_FABRIC_TEST_FORWARD:-}; do
+  if [ -n "${!v:-}" ]; then forward+=(-x "$v"); fi
+done
+""" % " ".join(FORWARD)
+
 # Runs INSIDE the engine container on the head (bash -c SCRIPT name BINARY RANKS TIMEOUT STATE_DIR LOCK_DIR ARGS...):
 # under the server's lock (server.sh start and the supervisor take it), refuses while server.sh says a server runs,
 # resolves the binary, forwards the fabric environment to the ssh-spawned ranks and bounds mpirun with timeout(1).
@@ -276,12 +284,8 @@ if [ -f "$state_dir/server.sh" ] && bash "$state_dir/server.sh" status >/dev/nul
   echo "%(mark)s a server of the deployment runs" >&2; exit %(runs)d
 fi
 path=$(command -v "$bin") || { echo "%(mark)s $bin: command not found" >&2; exit 127; }
-forward=()
-for v in %(forward)s $(compgen -e | grep -E '^(NCCL|UCX)_' || true) ${SPARKOPS_FABRIC_TEST_FORWARD:-}; do
-  if [ -n "${!v:-}" ]; then forward+=(-x "$v"); fi
-done
-timeout -k 10 "$limit" mpirun -np "$ranks" "${forward[@]}" "$path" "$@" 9>&-
-""" % {"mark": MARK, "runs": SERVER_RUNS, "forward": " ".join(FORWARD)}
+%(forward_loop)stimeout -k 10 "$limit" mpirun -np "$ranks" "${forward[@]}" "$path" "$@" 9>&-
+""" % {"mark": MARK, "runs": SERVER_RUNS, "forward_loop": _FORWARD_LOOP}
 
 
 def command(docker, container, binary, ranks, timeout, state_dir, env=None, lock_dir=LOCK_DIR):
@@ -335,12 +339,8 @@ if [ -z "${LD_LIBRARY_PATH:-}" ]; then
   for d in $lib ${SPARKOPS_FABRIC_TEST_LIBS:-}; do if [ -d "$d" ]; then ld=${ld:+$ld:}$d; fi; done
   if [ -n "$ld" ]; then export LD_LIBRARY_PATH=$ld; fi
 fi
-forward=()
-for v in %(forward)s $(compgen -e | grep -E '^(NCCL|UCX)_' || true) ${SPARKOPS_FABRIC_TEST_FORWARD:-}; do
-  if [ -n "${!v:-}" ]; then forward+=(-x "$v"); fi
-done
-timeout -k 10 "$limit" mpirun -np "$ranks" -H "$hosts" "${forward[@]}" "$path" "$@"
-""" % {"mark": MARK, "forward": " ".join(FORWARD)}
+%(forward_loop)stimeout -k 10 "$limit" mpirun -np "$ranks" -H "$hosts" "${forward[@]}" "$path" "$@"
+""" % {"mark": MARK, "forward_loop": _FORWARD_LOOP}
 
 
 def host_env(container_env=None, env=None):
