@@ -87,7 +87,11 @@ def test_recovery_settings_of_an_old_record_are_the_documented_defaults():
     cfg = sup.recovery_settings(record(), state())
     assert {k: cfg[k] for k in sup.RECORD_DEFAULTS} == sup.RECORD_DEFAULTS == {
         "max_failed_starts": 5, "backoff_initial": 5, "backoff_max": 300, "health_timeout": 3600,
-        "min_available_memory": 8589934592, "drop_caches": False, "completion_probe_interval": 300}
+        "min_available_memory": 8589934592, "drop_caches": False, "completion_probe_interval": 300,
+        # NVIDIA's watchdog (nvidia/playbook-vllm-as-a-service): a 5-min timer, 30 s timeout, 600 s loading, 2 fails,
+        # a 2700 s cooldown; the memory wait's bound and the boot-loop guard.
+        "liveness_interval": 300, "liveness_timeout": 30, "liveness_grace": 600, "liveness_failures": 2,
+        "liveness_cooldown": 2700, "memory_wait_timeout": 900, "boot_loop_starts": 3, "boot_loop_window": 600}
     # No health_url in the record: the state file's local_url, else the loopback and the launch port.
     assert cfg["health_url"] is None
     st = state()
@@ -733,3 +737,178 @@ def test_look_recycles_a_worker_whose_head_went_and_sends_it_no_completion(node)
     assert decision["action"] == "recycle" and json.loads((node / "autostart.json").read_text()) == rec
     decision, st = sup.look(str(node), st, 125.0, POLICY, probe=probe, complete=complete)
     assert decision["action"] == "start"
+
+
+# ------------------------------------------------------------------------------------------- liveness probe
+LIVE = dict(CFG, liveness_interval=10, liveness_grace=30, liveness_failures=2, liveness_cooldown=100)
+
+
+def test_liveness_waits_for_the_grace_health_and_the_interval():
+    lv = sup.new_liveness()
+    assert not sup.liveness_due(lv, "42", 1020.0, LIVE, True, 1000.0, False)  # loading: within the grace
+    assert sup.liveness_due(lv, "42", 1030.0, LIVE, True, 1000.0, False)
+    assert not sup.liveness_due(lv, "42", 1030.0, LIVE, False, 1000.0, False)  # /health fails: the hang watchdog's
+    assert not sup.liveness_due(lv, "42", 1030.0, LIVE, True, 1000.0, True)  # a benchmark runs
+    assert not sup.liveness_due(lv, "42", 1030.0, dict(LIVE, liveness_interval=0), True, 1000.0, False)  # off
+    dummy, lv = sup.liveness(lv, "42", "ok", 1030.0, LIVE)
+    assert not sup.liveness_due(lv, "42", 1039.0, LIVE, True, 1000.0, False)
+    assert sup.liveness_due(lv, "42", 1040.0, LIVE, True, 1000.0, False)
+    assert sup.liveness_due(lv, "43", 1031.0, LIVE, True, 1000.0, False)  # another process: no probe of it yet
+
+
+def test_liveness_restarts_after_k_failures_never_on_401_and_gives_up_within_the_cooldown():
+    lv = sup.new_liveness()
+    for now in (100.0, 110.0, 120.0):
+        decision, lv = sup.liveness(lv, "42", "unauthorized", now, LIVE)
+        assert decision["action"] == "running" and "401/403" in decision["reason"] and lv["unauthorized"]
+    assert lv["failures"] == 0
+    decision, lv = sup.liveness(lv, "42", "failed: no answer within 30 s", 130.0, LIVE)
+    assert decision["action"] == "running" and lv["failures"] == 1 and not lv["unauthorized"]
+    decision, lv = sup.liveness(lv, "42", "ok", 140.0, LIVE)  # one answer ends the run of failures
+    assert lv["failures"] == 0
+    decision, lv = sup.liveness(lv, "42", "failed: HTTP 503", 150.0, LIVE)
+    decision, lv = sup.liveness(lv, "42", "failed: HTTP 503", 160.0, LIVE)
+    assert decision["action"] == "recycle" and lv["restart_at"] == 160.0 and lv["restarts"] == 1
+    # The new process wedges too, within the cooldown: give up, leave it as it is.
+    decision, lv = sup.liveness(lv, "43", "failed: HTTP 503", 200.0, LIVE, key="k")
+    decision, lv = sup.liveness(lv, "43", "failed: HTTP 503", 210.0, LIVE, key="k")
+    assert decision["action"] == "give_up" and lv["restarts"] == 1
+    assert decision["entry"]["kind"] == "liveness" and decision["entry"]["key"] == "k"
+    assert "50 s after the liveness probe restarted it" in decision["entry"]["reason"]
+    # After the cooldown a wedge restarts again.
+    decision, lv = sup.liveness(lv, "43", "failed: HTTP 503", 300.0, LIVE)
+    assert decision["action"] == "recycle" and lv["restarts"] == 2
+
+
+def test_ask_model_verdicts(closed_port):
+    seen = []
+
+    class Handler(_QuietHandler):
+        def do_POST(self):  # noqa: N802
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            seen.append((self.path, body, self.headers.get("Authorization")))
+            auth = self.headers.get("Authorization")
+            if auth == "Bearer slow":
+                time.sleep(2)
+            code = {"Bearer k": 200, "Bearer empty": 200, "Bearer boom": 500}.get(auth, 401)
+            out = b'{"choices": [{"index": 0}]}' if auth == "Bearer k" else b'{"choices": []}'
+            self.send_response(code)
+            self.send_header("Content-Length", str(len(out)))
+            self.end_headers()
+            self.wfile.write(out)
+
+    with _serving(Handler) as base:
+        assert sup.ask_model(base + "/health", "m", "k", 5)[0] == "ok"
+        assert sup.ask_model(base + "/health", "m", "", 5)[0] == "unauthorized"
+        assert sup.ask_model(base + "/health", "m", "boom", 5)[0] == "failed: HTTP 500"
+        assert sup.ask_model(base + "/health", "m", "empty", 5)[0] == "failed: HTTP 200 without choices"
+        assert sup.ask_model(base + "/health", "m", "slow", 1)[0] == "failed: no answer within 1 s"
+    assert seen[0] == ("/v1/chat/completions", {"model": "m", "messages": [{"role": "user", "content": "ping"}],
+                                                "max_tokens": 8, "temperature": 0}, "Bearer k")
+    assert sup.ask_model("http://127.0.0.1:%d/health" % closed_port, "m", "", 1)[0].startswith("failed: ")
+
+
+def _arm_liveness(node, **over):
+    _arm_watchdog(node, hang_timeout=600)
+    return _set_record(node, **dict(dict(model="m", liveness_interval=10, liveness_grace=0, liveness_failures=2,
+                                         liveness_cooldown=1000), **over))
+
+
+def test_look_restarts_a_wedged_server_once_and_leaves_a_401_alone(node):
+    _arm_liveness(node)
+    verdicts = []
+
+    def ask(url, model, key, timeout):
+        verdicts.append((url, model, timeout))
+        return answers.pop(0), 0.5
+    answers = ["unauthorized"] * 5
+    st = sup.new_status()
+    for now in range(100, 150, 10):
+        decision, st = sup.look(str(node), st, float(now), POLICY, probe=lambda u, t: True, ask=ask)
+        assert decision["action"] == "running" and "401/403" in decision["reason"]
+    assert len(verdicts) == 5 and not (node / "calls").exists()
+    assert verdicts[0] == ("http://127.0.0.1:1/health", "m", 30)
+    # /health 200, but the completions hang: two probes, one restart.
+    answers = ["failed: no answer within 30 s"] * 2
+    decision, st = sup.look(str(node), st, 150.0, POLICY, probe=lambda u, t: True, ask=ask)
+    assert decision["action"] == "running" and "probe 1 of 2 failed" in decision["reason"]
+    decision, st = sup.look(str(node), st, 160.0, POLICY, probe=lambda u, t: True, ask=ask)
+    assert decision["action"] == "recycle" and (node / "calls").read_text() == "recycle lock_held=1\n"
+    assert st["liveness_restarts"] == 1 and st["recycles"] == 1
+    decision, st = sup.look(str(node), st, 165.0, POLICY, probe=lambda u, t: True, ask=ask)
+    assert decision["action"] == "start"
+    (node / "server.pid").write_text("43\n")
+    answers = ["ok"] * 10
+    for now in range(170, 260, 10):
+        decision, st = sup.look(str(node), st, float(now), POLICY, probe=lambda u, t: True, ask=ask)
+        assert decision["action"] == "running"
+    assert (node / "calls").read_text().count("recycle") == 1 and st["liveness"]["restarts"] == 1
+    text = sup.publish(str(node), st, "k", "spark-1", None)
+    assert 'specdec_supervisor_liveness_restarts_total{deployment="spark-1"} 1\n' in text
+    assert (node / sup.METRICS_NAME).read_text() == text
+    assert json.loads((node / sup.GUARD_NAME).read_text())["liveness"]["result"] == "ok"
+
+
+def test_look_gives_up_a_second_wedge_within_the_cooldown_and_writes_why(node):
+    _arm_liveness(node)
+    st = sup.new_status()
+    fail = lambda url, model, key, timeout: ("failed: HTTP 503", 0.1)  # noqa: E731
+    for now in (100.0, 110.0):
+        decision, st = sup.look(str(node), st, now, POLICY, probe=lambda u, t: True, ask=fail)
+    assert decision["action"] == "recycle"
+    decision, st = sup.look(str(node), st, 115.0, POLICY, probe=lambda u, t: True, ask=fail)
+    (node / "server.pid").write_text("43\n")
+    for now in (120.0, 130.0):
+        decision, st = sup.look(str(node), st, now, POLICY, probe=lambda u, t: True, ask=fail)
+    assert decision["action"] == "give_up"
+    entry = json.loads((node / "deployments" / "spark-1.json").read_text())[sup.GAVE_UP_KEY]
+    assert entry["kind"] == "liveness" and entry["key"] == st["key"]
+    decision, st = sup.look(str(node), st, 200.0, POLICY, probe=lambda u, t: True, ask=fail)
+    assert decision["action"] == "gave_up" and "wedged, left as it is" in decision["reason"]
+    assert (node / "calls").read_text().count("recycle") == 1
+
+
+def test_look_memory_wait_is_bounded(node, tmp_path):
+    _set_record(node, min_available_memory=2 * 1024 ** 3, memory_wait_timeout=60)
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemAvailable: 1048576 kB\n")
+    st = sup.new_status()
+    for now in (100.0, 130.0):
+        decision, st = sup.look(str(node), st, now, POLICY, meminfo=str(meminfo))
+        assert decision["action"] == "wait"
+    decision, st = sup.look(str(node), st, 160.0, POLICY, meminfo=str(meminfo))
+    assert decision["action"] == "give_up" and "for 60 s" in decision["reason"]
+    entry = json.loads((node / "deployments" / "spark-1.json").read_text())[sup.GAVE_UP_KEY]
+    assert entry["kind"] == "memory" and "1073741824 bytes" in entry["reason"]
+    assert not (node / "calls").exists()
+
+
+def test_boot_loop_guard_disarms_after_n_unstable_boots_and_settles(node):
+    _set_record(node, boot_loop_starts=2, boot_loop_window=60, backoff_initial=1, max_failed_starts=10)
+    # Each boot: a new supervisor (a container start keeps only CARRIED), whose first start is counted on disk.
+    saved = None
+    for boot, now in enumerate((100.0, 200.0)):
+        st = sup.boot_status(saved, False)
+        decision, st = sup.look(str(node), st, now, POLICY)
+        assert decision["action"] == "start"
+        assert len(json.loads((node / sup.GUARD_NAME).read_text())["unstable_boots"]) == boot + 1
+        (node / "running").unlink()  # it dies with the node
+        saved = st
+    st = sup.boot_status(saved, False)
+    decision, st = sup.look(str(node), st, 300.0, POLICY)
+    assert decision["action"] == "give_up" and "a boot loop (specdec_server_boot_loop_starts 2)" in decision["reason"]
+    entry = json.loads((node / "deployments" / "spark-1.json").read_text())[sup.GAVE_UP_KEY]
+    assert entry["kind"] == "boot_loop" and len(entry["unstable_boots"]) == 2
+    assert (node / "calls").read_text().count("start") == 2
+    # A boot whose start serves the window clears the count.
+    guard = {"schema_version": 1, "key": st["key"], "unstable_boots": ["x"]}
+    assert sup.guard_settled(guard, 100.0, 159.0, dict(CFG, boot_loop_window=60)) is guard
+    assert sup.guard_settled(guard, 100.0, 160.0, dict(CFG, boot_loop_window=60))["unstable_boots"] == []
+
+
+def test_metrics_text_is_the_exposition_format():
+    text = sup.metrics_text('a"b', {"starts": 2, "gave_up": True})
+    assert 'specdec_supervisor_starts_total{deployment="a\\"b"} 2\n' in text
+    assert 'specdec_supervisor_gave_up{deployment="a\\"b"} 1\n' in text
+    assert "# TYPE specdec_supervisor_starts_total counter\n" in text
+    assert text.count("# HELP ") == len(sup.METRICS)

@@ -55,6 +55,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 SCHEMA_VERSION = 1
@@ -84,7 +85,22 @@ RECORD_DEFAULTS = {
     "min_available_memory": 8 * 1024 ** 3,  # bytes of MemAvailable before a start
     "drop_caches": False,                   # write 3 to /proc/sys/vm/drop_caches before the memory wait
     "completion_probe_interval": 300,       # seconds between two completion probes of the hang watchdog (>= 60)
+    # The liveness probe (a chat completion while /health answers 200), with the rails of NVIDIA's "Keeping vLLM Up"
+    # DGX Spark playbook (nvidia/playbook-vllm-as-a-service/assets/vllm-watchdog.sh in NVIDIA/dgx-spark-playbooks):
+    # a 5-minute timer, PROBE_TIMEOUT 30, MIN_UPTIME 600, FAILS_BEFORE_RESTART 2, RESTART_COOLDOWN 2700, never a
+    # restart on an authentication failure.
+    "liveness_interval": 300,               # seconds between two liveness probes (0: no liveness probe)
+    "liveness_timeout": 30,                 # seconds one liveness probe may take
+    "liveness_grace": 600,                  # seconds after a start without a liveness probe (a loading server)
+    "liveness_failures": 2,                 # consecutive failed liveness probes before a restart
+    "liveness_cooldown": 2700,              # seconds after a probe restart in which a new wedge gives up instead
+    "memory_wait_timeout": 900,             # seconds the memory wait before a start may last (0: no bound)
+    "boot_loop_starts": 3,                  # boots in a row whose start was not stable before autostart disarms
+    "boot_loop_window": 600,                # seconds a started server must serve to count as stable
 }
+LIVENESS_MAX_TOKENS = 8                     # NVIDIA's probe: max_tokens 8, temperature 0, "ping"
+GUARD_NAME = "supervisor-state.json"        # <state_dir>: what outlives a reboot (the boot-loop count) and status reads
+METRICS_NAME = "supervisor.prom"            # <state_dir>: node_exporter textfile format (see write_metrics)
 GAVE_UP_KEY = "supervisor_gave_up"
 BENCHMARK_MARKER = "benchmark-running.json"
 
@@ -161,6 +177,14 @@ def recovery_settings(record, state=None):
         "min_available_memory": _count(rec.get("min_available_memory"), d["min_available_memory"], 0),
         "drop_caches": rec["drop_caches"] if isinstance(rec.get("drop_caches"), bool) else d["drop_caches"],
         "completion_probe_interval": _count(rec.get("completion_probe_interval"), d["completion_probe_interval"], 60),
+        "liveness_interval": _count(rec.get("liveness_interval"), d["liveness_interval"], 0),
+        "liveness_timeout": _count(rec.get("liveness_timeout"), d["liveness_timeout"], 1),
+        "liveness_grace": _count(rec.get("liveness_grace"), d["liveness_grace"], 0),
+        "liveness_failures": _count(rec.get("liveness_failures"), d["liveness_failures"], 1),
+        "liveness_cooldown": _count(rec.get("liveness_cooldown"), d["liveness_cooldown"], 0),
+        "memory_wait_timeout": _count(rec.get("memory_wait_timeout"), d["memory_wait_timeout"], 0),
+        "boot_loop_starts": _count(rec.get("boot_loop_starts"), d["boot_loop_starts"], 0),
+        "boot_loop_window": _count(rec.get("boot_loop_window"), d["boot_loop_window"], 1),
         "model": rec.get("model") if isinstance(rec.get("model"), str) else "",
         "api_key_file": rec.get("api_key_file") if isinstance(rec.get("api_key_file"), str) else "",
     }
@@ -192,7 +216,7 @@ def new_status():
     """key: the consent served; failures: consecutive failed starts; pending: a start by the supervisor that has not
     answered /health 200 yet; gave_up: why it gave up (None while it serves)."""
     return {"key": None, "failures": 0, "last_start": None, "running_since": None, "starts": 0, "pending": False,
-            "gave_up": None}
+            "gave_up": None, "liveness": None, "memory_wait_since": None}
 
 
 def gave_up_of(state, key):
@@ -204,8 +228,20 @@ def gave_up_of(state, key):
 
 
 def gave_up_reason(entry):
+    if entry.get("kind") in GIVE_UP_KINDS:
+        return "gave up at %s: %s: not started again until Ansible starts it (run the deploy playbook)" % (
+            entry.get("at"), entry.get("reason"))
     return ("gave up at %s after %s consecutive failed starts (%s): not started again until Ansible starts it "
             "(run the deploy playbook)" % (entry.get("at"), entry.get("failed_starts"), entry.get("last_failure")))
+
+
+# Give-ups beside the cap of failed starts (whose entry has no kind): each entry carries its reason.
+GIVE_UP_KINDS = ("liveness", "memory", "boot_loop")
+
+
+def give_up_entry(kind, key, now, reason, **extra):
+    """A give-up for the state file (GAVE_UP_KEY) of another kind than the cap of failed starts."""
+    return dict(extra, kind=kind, key=key, at=_iso(now), reason=reason)
 
 
 def decide(problem, key, running, status, now, settings=None, healthy=False, recorded=None):
@@ -379,6 +415,99 @@ def watch(wd, pid, healthy, now, hang_timeout, completion=None):
     return {"action": "running", "reason": reason, "until": until}, w
 
 
+def new_liveness():
+    """The liveness probe's memory: of the server process now (pid, failures, probe_at, result) and of the restarts it
+    made (restart_at, restarts: they outlive the pid they replaced, for the cooldown)."""
+    return {"pid": None, "failures": 0, "probe_at": None, "result": None, "seconds": None, "restart_at": None,
+            "restarts": 0, "unauthorized": False}
+
+
+def liveness_due(lv, pid, now, cfg, healthy, running_since, benchmark):
+    """Whether the liveness probe asks the model now: it is on (liveness_interval > 0), the server answers /health 200
+    (a failing /health is the hang watchdog's), its grace after the start is over (loading), no benchmark runs (its
+    tokens would count in the counters the benchmark reads), and the last probe of this process is an interval old."""
+    if not cfg.get("liveness_interval") or not healthy or benchmark or running_since is None:
+        return False
+    if now - running_since < cfg["liveness_grace"]:
+        return False
+    last = lv.get("probe_at") if lv.get("pid") == pid else None
+    return last is None or now - last >= cfg["liveness_interval"]
+
+
+def liveness(lv, pid, verdict, now, cfg, key=None):
+    """One liveness probe's outcome. Returns (decision, lv).
+
+    verdict: 'ok', 'unauthorized' (HTTP 401/403: the probe cannot ask; never a reason to restart, reported) or
+    'failed: WHY'. liveness_failures failed probes in a row restart the server ('recycle'), unless the last probe
+    restart is less than liveness_cooldown s old: then it gives up ('give_up', decision['entry'] for the state file).
+    """
+    w = dict(new_liveness(), **(lv or {}))
+    if w.get("pid") != pid:
+        w.update(pid=pid, failures=0, probe_at=None, result=None, seconds=None, unauthorized=False)
+    w["probe_at"] = now
+    w["result"] = verdict
+    if verdict == "ok":
+        w.update(failures=0, unauthorized=False)
+        return {"action": "running", "reason": "the recorded server answers a chat completion", "until": None}, w
+    if verdict == "unauthorized":
+        w["unauthorized"] = True
+        return {"action": "running", "reason": "liveness probe refused (HTTP 401/403): the probe cannot ask the model, "
+                                               "which no restart repairs; not restarting (check specdec_api_key and "
+                                               "the key file the record names)", "until": None}, w
+    w["unauthorized"] = False
+    w["failures"] += 1
+    if w["failures"] < cfg["liveness_failures"]:
+        return {"action": "running", "reason": "liveness probe %d of %d failed (%s)" % (
+            w["failures"], cfg["liveness_failures"], verdict), "until": None}, w
+    since = now - w["restart_at"] if w.get("restart_at") is not None else None
+    if since is not None and since < cfg["liveness_cooldown"]:
+        reason = ("the server answers /health but no chat completion (%d probes: %s), again %d s after the liveness "
+                  "probe restarted it (specdec_server_liveness_restart_cooldown %d s): wedged, left as it is" % (
+                      w["failures"], verdict, since, cfg["liveness_cooldown"]))
+        return {"action": "give_up", "reason": reason, "until": None,
+                "entry": give_up_entry("liveness", key, now, reason, probe_failures=w["failures"])}, w
+    reason = "the server answers /health but no chat completion (%d probes in a row: %s): wedged, restarting it" % (
+        w["failures"], verdict)
+    w.update(restart_at=now, restarts=w["restarts"] + 1, failures=0)
+    return {"action": "recycle", "reason": reason, "until": None}, w
+
+
+def memory_timed_out(since, now, timeout):
+    """Whether the memory wait that began at since has lasted its bound (timeout s; 0: no bound)."""
+    return bool(timeout) and since is not None and now - since >= timeout
+
+
+def new_guard(key=None):
+    """What outlives a reboot (GUARD_NAME): the boots of this consent whose start did not serve boot_loop_window s."""
+    return {"schema_version": SCHEMA_VERSION, "key": key, "unstable_boots": []}
+
+
+def boot_guard(guard, key, now, cfg):
+    """At the first start of a boot (container start). Returns (problem, guard): '' and the guard with this boot
+    counted, or why autostart disarms (boot_loop_starts boots in a row whose start never served boot_loop_window s:
+    a node that reboots straight back into what kills it) and the guard unchanged."""
+    g = dict(new_guard(key), **(guard if isinstance(guard, dict) else {}))
+    if g.get("key") != key or not isinstance(g.get("unstable_boots"), list):
+        g = new_guard(key)
+    limit = cfg.get("boot_loop_starts") or 0
+    if limit and len(g["unstable_boots"]) >= limit:
+        return ("the last %d boots each started the server and it did not serve %d s (boots at %s): a boot loop "
+                "(specdec_server_boot_loop_starts %d); autostart disarmed" % (
+                    len(g["unstable_boots"]), cfg["boot_loop_window"], ", ".join(g["unstable_boots"]), limit)), g
+    g = dict(g, unstable_boots=(g["unstable_boots"] + [_iso(now)]) if limit else [])
+    return "", g
+
+
+def guard_settled(guard, running_since, now, cfg):
+    """The guard once the server ran boot_loop_window s on end: the count starts again; else unchanged (the same
+    object). A server that never answers /health is the health timeout's (health_timeout: a failed start)."""
+    if not isinstance(guard, dict) or not guard.get("unstable_boots") or running_since is None:
+        return guard
+    if now - running_since < cfg["boot_loop_window"]:
+        return guard
+    return dict(guard, unstable_boots=[])
+
+
 def hostfile_hosts(text):
     """The hosts of an OpenMPI hostfile (first word of each line; comments and blank lines skipped)."""
     hosts = []
@@ -473,6 +602,92 @@ def completion_ok(url, model, api_key, timeout):
         return False
 
 
+def ask_model(url, model, api_key, timeout):
+    """The liveness probe: one chat completion ("ping", max_tokens 8, temperature 0, as NVIDIA's watchdog asks) at the
+    base of url (the /health URL). Returns (verdict, seconds): 'ok' for HTTP 200 with choices, 'unauthorized' for
+    401/403 (the probe cannot ask: never a wedge), else 'failed: WHY'."""
+    base = url[:-len("/health")] if url.endswith("/health") else url.rstrip("/")
+    body = json.dumps({"model": model or "default", "messages": [{"role": "user", "content": "ping"}],
+                       "max_tokens": LIVENESS_MAX_TOKENS, "temperature": 0}).encode("utf-8")
+    request = urllib.request.Request(base + "/v1/chat/completions", data=body, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    if api_key:
+        request.add_header("Authorization", "Bearer " + api_key)
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    begun = time.monotonic()
+    try:
+        with opener.open(request, timeout=timeout) as answer:
+            data = json.loads(answer.read().decode("utf-8", "replace") or "null")
+        seconds = round(time.monotonic() - begun, 3)
+        if isinstance(data, dict) and isinstance(data.get("choices"), list) and data["choices"]:
+            return "ok", seconds
+        return "failed: HTTP 200 without choices", seconds
+    except urllib.error.HTTPError as exc:
+        seconds = round(time.monotonic() - begun, 3)
+        if exc.code in (401, 403):
+            return "unauthorized", seconds
+        return "failed: HTTP %d" % exc.code, seconds
+    except (socket.timeout, TimeoutError):
+        return "failed: no answer within %d s" % timeout, round(time.monotonic() - begun, 3)
+    except Exception as exc:  # pylint: disable=broad-except  # refused, reset, a bad body: a failed probe
+        reason = getattr(exc, "reason", None)
+        if isinstance(reason, (socket.timeout, TimeoutError)):
+            return "failed: no answer within %d s" % timeout, round(time.monotonic() - begun, 3)
+        return "failed: %s" % (reason or exc), round(time.monotonic() - begun, 3)
+
+
+def write_durable(path, text):
+    """Write text to path atomically and to disk (fsync of the file and its directory): it must outlive a hard reset
+    of the node (the boot-loop count). '' when done, else why not."""
+    tmp = path + ".tmp"
+    try:
+        with open(tmp, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+        fd = os.open(os.path.dirname(path) or ".", os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        return "cannot write %s: %s" % (path, exc)
+    return ""
+
+
+# The supervisor's metrics in the node_exporter textfile collector's format (the Prometheus text exposition format,
+# https://prometheus.io/docs/instrumenting/exposition_formats/): node_exporter --collector.textfile.directory reads
+# <state_dir>/*.prom. Written here because the engine images carry no prometheus_client (stdlib only in the container).
+METRICS = (
+    ("specdec_supervisor_starts_total", "counter", "Starts of the server by the supervisor since its container started.",
+     "starts"),
+    ("specdec_supervisor_recycles_total", "counter", "Restarts (recycles) of the server by the supervisor since its "
+     "container started: hang watchdog, health timeout and liveness probe.", "recycles"),
+    ("specdec_supervisor_liveness_restarts_total", "counter", "Restarts of a wedged server by the liveness probe "
+     "(answers /health but no chat completion) since the container started.", "liveness_restarts"),
+    ("specdec_supervisor_liveness_probe_failures", "gauge", "Failed liveness probes in a row now.", "probe_failures"),
+    ("specdec_supervisor_liveness_probe_unauthorized", "gauge", "1 when the last liveness probe was refused (HTTP 401 "
+     "or 403): the probe cannot ask the model.", "unauthorized"),
+    ("specdec_supervisor_liveness_probe_seconds", "gauge", "Seconds the last liveness probe took.", "probe_seconds"),
+    ("specdec_supervisor_gave_up", "gauge", "1 when the supervisor gave up (it starts nothing until Ansible does).",
+     "gave_up"),
+    ("specdec_supervisor_boot_loop_unstable_boots", "gauge", "Boots in a row whose start has not served "
+     "specdec_server_boot_loop_window seconds.", "unstable_boots"),
+)
+
+
+def metrics_text(deployment, values):
+    """The textfile of the METRICS for one deployment (values: their keys as in METRICS; absent = 0)."""
+    label = '{deployment="%s"}' % str(deployment or "").replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
+    out = []
+    for name, kind, text, key in METRICS:
+        value = values.get(key)
+        value = 0 if value is None or value is False else (1 if value is True else value)
+        out.append("# HELP %s %s\n# TYPE %s %s\n%s%s %s\n" % (name, text, name, kind, name, label, value))
+    return "".join(out)
+
+
 def read_text(path):
     try:
         with open(path) as handle:
@@ -565,8 +780,30 @@ def _script_call(run, script, verb, decision):
     return dict(decision, rc=out.returncode, output=(out.stdout or b"").decode("utf-8", "replace").strip()[-400:])
 
 
+def _give_up(status, record, entry, reason):
+    """Record a give-up of another kind (liveness, memory, boot_loop): in the status and the state file."""
+    status["gave_up"] = entry
+    decision = {"action": "give_up", "reason": reason, "until": None}
+    error = write_gave_up(record["state_file"], entry)
+    return (dict(decision, error=error) if error else decision), status
+
+
+def _liveness_look(state_dir, status, now, cfg, pid, healthy, ask, key):
+    """The liveness probe's part of a look at a running server that answers /health: None when no probe was due,
+    else the liveness decision (running, recycle or give_up, with 'entry')."""
+    lv = status.get("liveness") or new_liveness()
+    if not liveness_due(lv, pid, now, cfg, healthy, status.get("running_since"), benchmark_now(state_dir, now)):
+        return None
+    key_text = read_text(cfg["api_key_file"]) if cfg["api_key_file"] else ""
+    verdict, seconds = ask(cfg["health_url"], cfg["model"], (key_text or "").strip(), cfg["liveness_timeout"])
+    decision, lv = liveness(lv, pid, verdict, now, cfg, key)
+    lv["seconds"] = seconds
+    status["liveness"] = lv
+    return decision
+
+
 def look(state_dir, status, now, policy, run=subprocess.run, probe=health_ok, complete=completion_ok,
-         meminfo="/proc/meminfo", drop=drop_caches):
+         meminfo="/proc/meminfo", drop=drop_caches, ask=ask_model):
     """One look at the node, under the lock; may start, recycle or give up. Returns (decision, status)."""
     problem, record, state = consent_problem(state_dir)
     script = os.path.join(state_dir, SCRIPT_NAME)
@@ -578,8 +815,11 @@ def look(state_dir, status, now, policy, run=subprocess.run, probe=health_ok, co
                       check=False).returncode == 0
     url, hang_timeout = hang_settings(record)
     pending = (status or {}).get("pending") and (status or {}).get("key") == key
+    # The liveness probe asks a server that serves HTTP (not a headless worker's tcp:// rendezvous) for its model.
+    asks = bool(cfg["liveness_interval"] and cfg["model"] and cfg["health_url"] and
+                cfg["health_url"].startswith(("http://", "https://")))
     healthy = False
-    if running and cfg["health_url"] and (hang_timeout or pending):
+    if running and cfg["health_url"] and (hang_timeout or pending or asks):
         healthy = probe(cfg["health_url"], policy["health_timeout"])
     decision, status = decide(problem, key, running, status, now, cfg, healthy,
                               gave_up_of(state, key) if not problem else None)
@@ -602,12 +842,30 @@ def look(state_dir, status, now, policy, run=subprocess.run, probe=health_ok, co
             status["recycles"] = status.get("recycles", 0) + 1
             status["watch"] = new_watch()
             return _script_call(run, script, "recycle", decision), status
+        # The boot-loop count starts again once the server served boot_loop_window s.
+        guard_path = os.path.join(state_dir, GUARD_NAME)
+        guard = read_json(guard_path)
+        settled = guard_settled(guard, status.get("running_since"), now, cfg)
+        if settled is not guard:
+            write_durable(guard_path, json.dumps(settled, indent=2, sort_keys=True) + "\n")
+        if asks:
+            asked = _liveness_look(state_dir, status, now, cfg, pid, healthy, ask, key)
+            if asked is not None and asked["action"] == "recycle":
+                status["recycles"] = status.get("recycles", 0) + 1
+                status["liveness_restarts"] = status.get("liveness_restarts", 0) + 1
+                status["watch"] = new_watch()
+                return _script_call(run, script, "recycle", asked), status
+            if asked is not None and asked["action"] == "give_up":
+                return _give_up(status, record, asked.pop("entry"), asked["reason"])
+            if asked is not None and (status["liveness"]["failures"] or status["liveness"]["unauthorized"]):
+                decision = asked
         return decision, status
     status["watch"] = new_watch()
     if decision["action"] == "give_up":
         error = write_gave_up(record["state_file"], status["gave_up"])
         return (dict(decision, error=error) if error else decision), status
     if decision["action"] != "start":
+        status["memory_wait_since"] = None
         return decision, status
     if cfg["drop_caches"] and status.get("dropped_for") != status.get("starts"):
         status["dropped_for"] = status.get("starts")
@@ -615,9 +873,20 @@ def look(state_dir, status, now, policy, run=subprocess.run, probe=health_ok, co
         if why and not status.get("drop_caches_note"):
             status["drop_caches_note"] = why
             log({"action": "drop_caches", "reason": why})
-    waiting = memory_wait(meminfo_available(read_text(meminfo)), cfg["min_available_memory"])
+    available = meminfo_available(read_text(meminfo))
+    waiting = memory_wait(available, cfg["min_available_memory"])
     if waiting:
+        # The start guard: the memory a dead engine held must come back first, within memory_wait_timeout s.
+        since = status.get("memory_wait_since") or now
+        status["memory_wait_since"] = since
+        if memory_timed_out(since, now, cfg["memory_wait_timeout"]):
+            reason = ("MemAvailable stayed below %d bytes (specdec_server_min_available_memory) for %d s "
+                      "(specdec_server_memory_wait_timeout), last %s bytes: memory is still held (a dead engine, "
+                      "another process); nothing started" % (cfg["min_available_memory"], now - since, available))
+            status["memory_wait_since"] = None
+            return _give_up(status, record, give_up_entry("memory", key, now, reason), reason)
         return {"action": "wait", "reason": waiting, "until": None}, status
+    status["memory_wait_since"] = None
     hostfile = os.environ.get("OMPI_MCA_orte_default_hostfile", "")
     hosts = []
     if len(((state or {}).get("running") or {}).get("launch", {}).get("members") or []) > 1 and hostfile:
@@ -630,12 +899,23 @@ def look(state_dir, status, now, policy, run=subprocess.run, probe=health_ok, co
     waiting = peers_decision({h: ssh_answers(h, port, policy["ssh_timeout"]) for h in hosts})
     if waiting:
         return {"action": "wait", "reason": waiting, "until": None}, status
+    if not status.get("boot_counted"):
+        # The boot-loop guard: the first start of each boot is counted on disk before it is made.
+        guard_path = os.path.join(state_dir, GUARD_NAME)
+        looping, guard = boot_guard(read_json(guard_path), key, now, cfg)
+        if looping:
+            return _give_up(status, record, give_up_entry("boot_loop", key, now, looping,
+                                                          unstable_boots=guard["unstable_boots"]), looping)
+        error = write_durable(guard_path, json.dumps(guard, indent=2, sort_keys=True) + "\n")
+        if error:
+            log({"action": "boot_guard", "reason": error})
+        status["boot_counted"] = True
     decision = _script_call(run, script, "start", decision)
     return decision, started(status, now)
 
 
 # What a container start keeps of the status file: the count of failed starts and the give-up of the same consent.
-CARRIED = ("key", "failures", "last_start", "last_failure", "gave_up")
+CARRIED = ("key", "failures", "last_start", "last_failure", "gave_up", "liveness", "memory_wait_since")
 
 
 def boot_status(saved, resume):
@@ -651,6 +931,38 @@ def boot_status(saved, resume):
     return status
 
 
+def liveness_summary(status):
+    """What status.yml shows of the liveness probe (kept in GUARD_NAME on the node): the last verdict, its time."""
+    lv = status.get("liveness") or {}
+    if lv.get("probe_at") is None:
+        return None
+    return {"at": _iso(lv["probe_at"]), "result": lv.get("result"), "seconds": lv.get("seconds"),
+            "failures": lv.get("failures", 0), "unauthorized": bool(lv.get("unauthorized")),
+            "restarts": lv.get("restarts", 0), "last_restart": _iso(lv["restart_at"]) if lv.get("restart_at") else None}
+
+
+def publish(state_dir, status, key, deployment, shown):
+    """Write what changed since the last look (shown: what was written then): the liveness summary into GUARD_NAME
+    and the METRICS textfile. Returns what is shown now."""
+    summary = liveness_summary(status)
+    guard_path = os.path.join(state_dir, GUARD_NAME)
+    guard = read_json(guard_path)
+    if summary is not None and (not isinstance(guard, dict) or guard.get("liveness") != summary):
+        guard = dict(new_guard(key), **(guard if isinstance(guard, dict) and guard.get("key") == key else {}))
+        guard["liveness"] = summary
+        write_durable(guard_path, json.dumps(guard, indent=2, sort_keys=True) + "\n")
+    lv = status.get("liveness") or {}
+    values = {"starts": status.get("starts", 0), "recycles": status.get("recycles", 0),
+              "liveness_restarts": status.get("liveness_restarts", 0), "probe_failures": lv.get("failures", 0),
+              "unauthorized": bool(lv.get("unauthorized")), "probe_seconds": lv.get("seconds"),
+              "gave_up": bool(status.get("gave_up")),
+              "unstable_boots": len((guard or {}).get("unstable_boots") or []) if isinstance(guard, dict) else 0}
+    text = metrics_text(deployment, values)
+    if text != shown:
+        write_durable(os.path.join(state_dir, METRICS_NAME), text)
+    return text
+
+
 def run_loop(state_dir, policy, resume=False):
     me = os.path.abspath(__file__)
     my_sha1 = file_sha1(me)
@@ -662,7 +974,7 @@ def run_loop(state_dir, policy, resume=False):
     # A container start keeps the count of failed starts (a crash that takes the container down stays bounded);
     # a re-exec (a newer supervisor) carries everything on.
     status = boot_status(read_json(os.path.join(RUN_DIR, STATUS_NAME)), resume)
-    last = None
+    last = shown = None
     booted_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     log({"action": "boot", "reason": "watching %s" % os.path.join(state_dir, RECORD_NAME)})
     while True:
@@ -675,6 +987,9 @@ def run_loop(state_dir, policy, resume=False):
                 decision, status = look(state_dir, status, time.time(), policy)
             write_status(os.path.join(RUN_DIR, STATUS_NAME), dict(status, decision=decision, booted_at=booted_at,
                                                                   pid=os.getpid()))
+            record = read_json(os.path.join(state_dir, RECORD_NAME))
+            if isinstance(record, dict):
+                shown = publish(state_dir, status, armed_key(record), record.get("deployment"), shown)
         except Exception as exc:  # pylint: disable=broad-except  # one bad look must not end the supervision
             decision = {"action": "error", "reason": "%s: %s" % (type(exc).__name__, exc), "until": None}
         shown = (decision["action"], decision["reason"])
