@@ -39,6 +39,9 @@ hf_token_env = _secrets.hf_token_env
 
 SCRIPT_NAME = "server.sh"
 RECORD_NAME = "autostart.json"
+# What the supervisor keeps on disk (its boot-loop count, the last liveness verdict) and its metrics textfile.
+GUARD_NAME = "supervisor-state.json"
+METRICS_NAME = "supervisor.prom"
 API_KEY_NAME = "api-key"
 RECORD_SCHEMA = 1
 STATE_SCHEMA = 1
@@ -192,12 +195,29 @@ RECOVERY_INT_FIELDS = ("max_failed_starts", "backoff_initial", "backoff_max", "h
 # The record's fields added with bounded recovery (0.3.0); a record written before has none of them.
 RECOVERY_FIELDS = RECOVERY_INT_FIELDS + ("drop_caches", "model", "api_key_file")
 
+# The fields added with the liveness probe, the memory wait's bound and the boot-loop guard, with the defaults the
+# supervisor serves a record without them with (RECORD_DEFAULTS of specdec_supervisor.py; a unit test keeps the two
+# equal): a record written before stands while the wanted values are these.
+LIVENESS_DEFAULTS = {"liveness_interval": 300, "liveness_timeout": 30, "liveness_grace": 600, "liveness_failures": 2,
+                     "liveness_cooldown": 2700, "memory_wait_timeout": 900, "boot_loop_starts": 3,
+                     "boot_loop_window": 600}
+LIVENESS_FIELDS = tuple(sorted(LIVENESS_DEFAULTS))
+
 
 def keeps_earlier_record(current, wanted):
-    """Whether a record an earlier version wrote stands for ``wanted`` as it is: it has none of RECOVERY_FIELDS and
-    every other field equals ``wanted``'s. Converging an upgraded deployment then changes nothing (the supervisor
-    serves such a record with its documented defaults); the next start writes the full record."""
-    if not isinstance(current, dict) or any(key in current for key in RECOVERY_FIELDS):
+    """Whether a record an earlier version wrote stands for ``wanted`` as it is. Converging an upgraded deployment then
+    changes nothing (the supervisor serves such a record with its documented defaults); the next start writes the
+    full record. Two generations: a record without RECOVERY_FIELDS (before 0.3.0) whose other fields equal
+    ``wanted``'s; a record without LIVENESS_FIELDS whose other fields equal ``wanted``'s while ``wanted`` has their
+    defaults (LIVENESS_DEFAULTS; other values are another behaviour, written at once)."""
+    if not isinstance(current, dict) or any(key in current for key in LIVENESS_FIELDS):
+        return False
+    if any(wanted.get(key, value) != value for key, value in LIVENESS_DEFAULTS.items()):
+        return False
+    wanted = dict((k, v) for k, v in wanted.items() if k not in LIVENESS_FIELDS)
+    if current == wanted:
+        return True
+    if any(key in current for key in RECOVERY_FIELDS):
         return False
     return current == dict((k, v) for k, v in wanted.items() if k not in RECOVERY_FIELDS)
 
@@ -205,7 +225,8 @@ def keeps_earlier_record(current, wanted):
 def autostart_record(fields, script_sha1, needs_hf_token):
     """The consent record (schema 1): ``fields`` has deployment, state_file, fingerprint, config_file, health_url
     and hang_timeout (the optional watchdog fields: left out when None), and the optional bounded-recovery fields
-    RECOVERY_INT_FIELDS, drop_caches, model and api_key_file (the completion probe's; a path, never the key)."""
+    RECOVERY_INT_FIELDS, drop_caches, model and api_key_file (the completion probe's; a path, never the key), and
+    LIVENESS_FIELDS (the liveness probe, the memory wait's bound, the boot-loop guard)."""
     rec = {
         "schema_version": RECORD_SCHEMA,
         "deployment": fields["deployment"],
@@ -219,7 +240,7 @@ def autostart_record(fields, script_sha1, needs_hf_token):
         rec["health_url"] = fields["health_url"]
     if fields.get("hang_timeout") is not None:
         rec["hang_timeout"] = int(fields["hang_timeout"])
-    for key in RECOVERY_INT_FIELDS:
+    for key in RECOVERY_INT_FIELDS + LIVENESS_FIELDS:
         if fields.get(key) is not None:
             rec[key] = int(fields[key])
     if fields.get("drop_caches") is not None:
@@ -229,6 +250,25 @@ def autostart_record(fields, script_sha1, needs_hf_token):
         if fields.get(key) is not None:
             rec[key] = str(fields[key])
     return rec
+
+
+def gave_up_entry(state_text):
+    """The supervisor's give-up (key supervisor_gave_up) in a state file's text, or None."""
+    try:
+        state = json.loads(state_text) if state_text else None
+    except ValueError:
+        return None
+    entry = state.get("supervisor_gave_up") if isinstance(state, dict) else None
+    return entry if isinstance(entry, dict) else None
+
+
+def gave_up_line(entry):
+    """One line of a give-up: its kind's reason (liveness, memory, boot_loop), or the cap of failed starts."""
+    if entry.get("reason"):
+        return "the supervisor gave up at %s (%s): %s" % (entry.get("at"), entry.get("kind"), entry.get("reason"))
+    return ("the supervisor gave up at %s after %s consecutive failed starts (specdec_server_max_failed_starts %s; "
+            "last: %s)" % (entry.get("at"), entry.get("failed_starts"), entry.get("max_failed_starts"),
+                           entry.get("last_failure")))
 
 
 def parse_status(stdout, rc):

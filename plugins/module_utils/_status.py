@@ -269,11 +269,54 @@ def gave_up_of(state):
     entry = state.get("supervisor_gave_up") if isinstance(state, dict) else None
     if not isinstance(entry, dict):
         return None
-    return {k: entry.get(k) for k in ("at", "failed_starts", "max_failed_starts", "last_failure")}
+    keys = ("at", "failed_starts", "max_failed_starts", "last_failure")
+    if entry.get("kind"):
+        # A give-up of the liveness probe, the memory wait or the boot-loop guard: its kind and reason.
+        keys = ("at", "kind", "reason")
+    return {k: entry.get(k) for k in keys}
+
+
+# What the supervisor keeps on disk in the state directory (specdec_supervisor.py GUARD_NAME): its boot-loop count and
+# the last liveness probe's verdict.
+GUARD_FILE = "supervisor-state.json"
+
+
+def supervisor_facts(text):
+    """The supervisor's own file, trimmed: {liveness: {at, result, seconds, failures, unauthorized, restarts,
+    last_restart} or None, unstable_boots: int}; None when there is none or it is unreadable."""
+    try:
+        data = json.loads(text) if text else None
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    lv = data.get("liveness")
+    keys = ("at", "result", "seconds", "failures", "unauthorized", "restarts", "last_restart")
+    return {"key": data.get("key"), "liveness": {k: lv.get(k) for k in keys} if isinstance(lv, dict) else None,
+            "unstable_boots": len(data.get("unstable_boots") or []) if isinstance(data.get("unstable_boots"), list)
+            else 0}
+
+
+def liveness_problem(head, liveness):
+    """One line for a liveness probe the server refuses (401/403) or that fails now; '' when it answers."""
+    if not liveness:
+        return ""
+    if liveness.get("unauthorized"):
+        return ("%s: the supervisor's liveness probe was refused (HTTP 401/403) at %s: it cannot ask the model, so it "
+                "would not see a wedged engine (it never restarts for this); check specdec_api_key and the key file "
+                "in the state directory" % (head, liveness.get("at")))
+    if liveness.get("failures"):
+        return "%s: the supervisor's liveness probe failed %s time(s) in a row (last at %s: %s)" % (
+            head, liveness.get("failures"), liveness.get("at"), liveness.get("result"))
+    return ""
 
 
 def gave_up_problem(head, entry):
     """One line: the supervisor of head gave up, why, and what starts the server again."""
+    if entry.get("kind"):
+        return ("%s: the supervisor gave up at %s (%s): %s; it starts nothing until Ansible does; see docker logs of the "
+                "engine container and the server log, then run the deploy playbook" % (
+                    head, entry.get("at"), entry.get("kind"), entry.get("reason")))
     values = (head, entry.get("at"), entry.get("failed_starts"), entry.get("max_failed_starts"),
               entry.get("last_failure"))
     return ("%s: the supervisor gave up at %s after %s consecutive failed starts (specdec_server_max_failed_starts %s; "
@@ -398,7 +441,7 @@ def _node_view(host, fact, active):
     """One node as the report sees it: reachable, error, container, server process, records, probes, now."""
     fact = fact if isinstance(fact, dict) else {}
     view = {"node": host, "reachable": False, "error": None, "container": None, "server_process": None,
-            "records": [], "probes": [], "now": None, "pending_change": None}
+            "records": [], "probes": [], "now": None, "pending_change": None, "supervisor": None}
     if fact.get("unreachable"):
         text = str(fact.get("msg") or "no connection").strip().splitlines()[0]
         view["error"] = "unreachable: %s" % (text[len("Task failed: "):] if text.startswith("Task failed: ") else text)[:200]
@@ -419,7 +462,8 @@ def _node_view(host, fact, active):
                 records=[r for r in status.get("records") or [] if isinstance(r, dict)],
                 probes=[p for p in status.get("probes") or [] if isinstance(p, dict)], now=status.get("now"),
                 error=status.get("docker_error"),
-                pending_change=status.get("pending_change") if isinstance(status.get("pending_change"), dict) else None)
+                pending_change=status.get("pending_change") if isinstance(status.get("pending_change"), dict) else None,
+                supervisor=status.get("supervisor") if isinstance(status.get("supervisor"), dict) else None)
     return view
 
 
@@ -565,6 +609,10 @@ def _deployment_row(dep_id, newest, holders, views, assigned=None):
     gave_up = gave_up_of(state)
     if gave_up:
         problems.append(gave_up_problem(head, gave_up))
+    supervisor = head_view.get("supervisor") if head_ok else None
+    liveness = (supervisor or {}).get("liveness")
+    if liveness and liveness_problem(head, liveness):
+        problems.append(liveness_problem(head, liveness))
     acc = acceptance(running.get("method"), dict(probe, engine=engine) if probe else None) if answering else None
     if acc is None:
         missing["acceptance"] = "the server does not serve"
@@ -625,6 +673,9 @@ def _deployment_row(dep_id, newest, holders, views, assigned=None):
         "state_file": newest.get("path"),
         # The supervisor stopped restarting the server (its cap of failed starts): why, until Ansible starts it.
         "supervisor_gave_up": gave_up if status != "torn_down" else None,
+        # The head's supervisor: the last liveness probe (a chat completion while /health answers) and the boot-loop
+        # count (supervisor-state.json in the state directory); None when it wrote none.
+        "supervisor": supervisor if status != "torn_down" else None,
         "health": health,
         "model": {"expected": running.get("target_model"), "served": served},
         "acceptance": acc,

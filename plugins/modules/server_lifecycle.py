@@ -240,6 +240,16 @@ nccl_library:
   returned: engine vllm, after a start that became healthy
   type: dict
   version_added: 0.3.0
+supervisor_gave_up:
+  description:
+    - The give-up the supervisor recorded in O(state_file) (C(supervisor_gave_up)) when this call began - its cap of
+      failed starts, a wedge within the liveness cooldown (C(kind) C(liveness)), a memory wait past its bound
+      (C(memory)) or a boot loop that disarmed autostart (C(boot_loop)), with C(at) and C(reason) - or null. Also
+      given as a module warning, so that the deploy prints it; a start by this module arms the supervisor again
+      (the role writes the state file without it, and the boot-loop count in C(supervisor-state.json) starts again).
+  returned: with O(state=started)
+  type: dict
+  version_added: 0.4.0
 """
 
 import json
@@ -341,6 +351,7 @@ class Lifecycle(object):
         # api_key_file '' (the launch reads none): the key file goes once the server serves.
         key_gone = key_path == "" and os.path.exists(self.path(_server.API_KEY_NAME))
         self.result["health"] = "unchecked"
+        self._gave_up()
         if self.check:
             self.result["changed"] = self.result["script_changed"] or key_changed or key_gone or action != "none"
             if action == "none":
@@ -390,8 +401,30 @@ class Lifecycle(object):
         if key_gone:
             os.remove(self.path(_server.API_KEY_NAME))
             self.result["changed"] = True
+        if action != "none":
+            self._clear_boot_loop()
         self._autostart(text, env, write=True, started=action != "none")
         return self.result
+
+    def _gave_up(self):
+        """The supervisor's give-up the state file records now: returned, and warned about (the deploy prints it)."""
+        entry = _server.gave_up_entry(_read(self.p["state_file"]))
+        self.result["supervisor_gave_up"] = entry
+        if entry:
+            self.m.warn("%s; %s" % (_server.gave_up_line(entry), "this start arms it again" if self.p["action"] != "none"
+                                    else "the running server is left as it is (a restart arms it again)"))
+
+    def _clear_boot_loop(self):
+        """A start by Ansible is a new consent: the supervisor's boot-loop count (supervisor-state.json) starts again."""
+        path = self.path(_server.GUARD_NAME)
+        raw = _read(path)
+        try:
+            guard = json.loads(raw) if raw else None
+        except ValueError:
+            guard = None
+        if isinstance(guard, dict) and guard.get("unstable_boots"):
+            guard["unstable_boots"] = []
+            _write(self.m, path, json.dumps(guard, indent=2, sort_keys=True) + "\n", _mode(path) or 0o644)
 
     def _nccl_library(self):
         """Engine vllm, once every rank joined: which NCCL the server's processes loaded (pip's or the system's), for

@@ -269,6 +269,7 @@ def gather(module, params, proc=None):
     if not status["container"]["running"]:
         status["server_process"]["reason"] = "the container is %s" % status["container"]["status"]
     status["records"] = read_records(params["state_dir"])
+    status["supervisor"] = _status.supervisor_facts(_read(os.path.join(params["state_dir"], _status.GUARD_FILE)))
     record_path = os.path.join(params["state_dir"], RECORD_FILE)
     status["pending_change"] = _status.pending_change(_read(record_path), kept, record_path)
     status["probes"] = []

@@ -1176,6 +1176,16 @@ BOUNDS = {
     'specdec_server_min_available_memory': _int_range(0, note='bytes; 0 = no memory wait, the default is 8589934592'),
     'specdec_server_completion_probe_interval': _int_range(60, 86400, 'seconds between completion probes; at least '
                                                                       '60, the default is 300'),
+    # The liveness probe, the memory wait's bound and the boot-loop guard (specdec_supervisor.py).
+    'specdec_server_liveness_probe_interval': _int_range(0, 86400, 'seconds between liveness probes; 0 = off, the '
+                                                                   'default is 300'),
+    'specdec_server_liveness_probe_timeout': _int_range(1, 3600, 'seconds; the default is 30'),
+    'specdec_server_liveness_probe_grace': _int_range(0, 86400, 'seconds; the default is 600'),
+    'specdec_server_liveness_probe_failures': _int_range(1, 100, 'failed probes in a row; the default is 2'),
+    'specdec_server_liveness_restart_cooldown': _int_range(0, 604800, 'seconds; the default is 2700'),
+    'specdec_server_memory_wait_timeout': _int_range(0, 86400, 'seconds; 0 = no bound, the default is 900'),
+    'specdec_server_boot_loop_starts': _int_range(0, 100, 'boots; 0 = off, the default is 3'),
+    'specdec_server_boot_loop_window': _int_range(1, 86400, 'seconds; the default is 600'),
     'specdec_server_smoke_max_tokens': _int_range(1),
     # The tool-call smoke test (plugin_utils/_toolcall.py): auto = gpt-oss targets only.
     'specdec_server_tool_smoke_test': _one_of('auto', 'always', 'never'),
@@ -1358,6 +1368,12 @@ def _cross_nothing_to_act_on(effective, context):
                         'the hang watchdog that sends the completion probe, so none is sent; set '
                         'specdec_server_hang_timeout above 0, or remove specdec_server_completion_probe_interval.'
                         % (_said(effective.get('specdec_server_completion_probe_interval')), hang))
+    interval, timeout = (effective.get('specdec_server_liveness_probe_interval'),
+                         effective.get('specdec_server_liveness_probe_timeout'))
+    if all(isinstance(v, int) and not isinstance(v, bool) for v in (interval, timeout)) and 0 < interval <= timeout:
+        problems.append('specdec_server_liveness_probe_timeout: %d s is not below specdec_server_liveness_probe_interval: '
+                        '%d s, so a probe that hangs runs into the next one; set the timeout below the interval '
+                        '(the defaults are 30 and 300).' % (timeout, interval))
     return problems
 
 
@@ -1365,7 +1381,11 @@ def _cross_nothing_to_act_on(effective, context):
 # specdec_server_hang_timeout has its own line above, specdec_server_health_timeout is Ansible's wait too.
 _SUPERVISOR_ONLY = ('specdec_server_max_failed_starts', 'specdec_server_restart_backoff_initial',
                     'specdec_server_restart_backoff_max', 'specdec_server_min_available_memory',
-                    'specdec_server_drop_caches', 'specdec_server_completion_probe_interval')
+                    'specdec_server_drop_caches', 'specdec_server_completion_probe_interval',
+                    'specdec_server_liveness_probe_interval', 'specdec_server_liveness_probe_timeout',
+                    'specdec_server_liveness_probe_grace', 'specdec_server_liveness_probe_failures',
+                    'specdec_server_liveness_restart_cooldown', 'specdec_server_memory_wait_timeout',
+                    'specdec_server_boot_loop_starts', 'specdec_server_boot_loop_window')
 
 
 def _said(value):

@@ -677,3 +677,29 @@ def test_a_supervisor_give_up_is_a_problem_with_its_line_in_the_table():
     rows = _status.build_rows(["spark-1"], ["spark-1"], {"spark-1": node_fact("spark-1", [st], [probe_of(st)])})
     assert rows[0]["supervisor_gave_up"] is None and _status.trim_state(st)["supervisor_gave_up"] is None
     assert not [x for x in _status.table(rows) if x.startswith("SUPERVISOR")]
+
+
+# ---------------------------------------------------------------------------- the supervisor's liveness probe
+def test_a_refused_liveness_probe_and_a_boot_loop_give_up_are_problems():
+    guard = {"schema_version": 1, "key": "k", "unstable_boots": ["a", "b"],
+             "liveness": {"at": "2026-12-07T21:00:00Z", "result": "unauthorized", "seconds": 0.01, "failures": 0,
+                          "unauthorized": True, "restarts": 0, "last_restart": None}}
+    facts_of = _status.supervisor_facts(json.dumps(guard))
+    assert facts_of == {"key": "k", "liveness": guard["liveness"], "unstable_boots": 2}
+    assert _status.supervisor_facts("not json") is None and _status.supervisor_facts(None) is None
+    st = state(k=2)
+    fact = node_fact("spark-1", [st], [probe_of(st)])
+    fact["status"]["supervisor"] = facts_of
+    row = _status.build_rows(["spark-1"], ["spark-1"], {"spark-1": fact})[0]
+    assert row["status"] == "degraded" and row["supervisor"] == facts_of
+    assert [p for p in row["problems"] if "liveness probe was refused (HTTP 401/403)" in p]
+    # An answering probe is no problem.
+    fact["status"]["supervisor"] = dict(facts_of, liveness=dict(guard["liveness"], result="ok", unauthorized=False))
+    row = _status.build_rows(["spark-1"], ["spark-1"], {"spark-1": fact})[0]
+    assert row["status"] == "serving" and row["problems"] == []
+    entry = {"kind": "boot_loop", "key": "k", "at": "2026-12-07T21:00:00Z", "unstable_boots": ["a", "b", "c"],
+             "reason": "a boot loop (specdec_server_boot_loop_starts 3); autostart disarmed"}
+    trimmed = _status.trim_state(dict(st, supervisor_gave_up=entry))
+    assert trimmed["supervisor_gave_up"] == {"at": entry["at"], "kind": "boot_loop", "reason": entry["reason"]}
+    line = _status.gave_up_problem("spark-1", trimmed["supervisor_gave_up"])
+    assert line.startswith("spark-1: the supervisor gave up at 2026-12-07T21:00:00Z (boot_loop): a boot loop")

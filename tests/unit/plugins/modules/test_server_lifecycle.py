@@ -395,6 +395,67 @@ def test_an_earlier_versions_record_of_the_same_launch_is_kept_until_the_next_st
     assert json.loads((tmp / "autostart.json").read_text())["max_failed_starts"] == 5
 
 
+def test_a_record_before_the_liveness_probe_stands_while_the_wanted_values_are_the_defaults(node, health):
+    # A record of 0.3.0+ (bounded recovery, no liveness fields) of the launch that runs: kept while the role asks for
+    # the supervisor's defaults of the new fields (the same behaviour); another value is written at once.
+    tmp, docker = node
+    fields = dict(RECORD, max_failed_starts=5, backoff_initial=5, backoff_max=300, health_timeout=120,
+                  min_available_memory=8589934592, drop_caches=False, completion_probe_interval=300,
+                  model="m", api_key_file="", **_server.LIVENESS_DEFAULTS)
+    run(node, health, action="start", launch=launch(env={"HF_HUB_OFFLINE": "1"}), autostart=True,
+        autostart_record=fields)
+    full = json.loads((tmp / "autostart.json").read_text())
+    assert {k: full[k] for k in _server.LIVENESS_FIELDS} == _server.LIVENESS_DEFAULTS
+    earlier = dict((k, v) for k, v in full.items() if k not in _server.LIVENESS_FIELDS)
+    (tmp / "autostart.json").write_text(_server.nice_json(earlier))
+    again = run(node, health, action="none", launch=launch(env={"HF_HUB_OFFLINE": "1"}), autostart=True,
+                autostart_record=fields)
+    assert again["changed"] is False and json.loads((tmp / "autostart.json").read_text()) == earlier
+    other = run(node, health, action="none", launch=launch(env={"HF_HUB_OFFLINE": "1"}), autostart=True,
+                autostart_record=dict(fields, liveness_interval=60))
+    assert other["autostart"] == "armed"
+    assert json.loads((tmp / "autostart.json").read_text())["liveness_interval"] == 60
+
+
+def _module_of(node, health, **params):
+    tmp, docker = node
+    base = dict(state_dir=str(tmp), state_file=str(tmp / "deployments" / "spark-1.json"), local_url=health.url)
+    base.update(params)
+    module = FakeModule(base)
+    return module, getattr(mod.Lifecycle(module, docker, sleep=lambda s: None), "started")()
+
+
+def test_a_start_prints_the_supervisors_give_up_and_starts_the_boot_loop_count_again(node, health):
+    tmp, docker = node
+    entry = {"kind": "boot_loop", "key": "k", "at": "2026-12-07T21:00:00Z", "unstable_boots": ["a", "b", "c"],
+             "reason": "the last 3 boots each started the server and it did not serve 600 s"}
+    (tmp / "deployments" / "spark-1.json").write_text(json.dumps({"schema_version": 1, "supervisor_gave_up": entry}))
+    (tmp / _server.GUARD_NAME).write_text(json.dumps({"schema_version": 1, "key": "k", "unstable_boots": ["a", "b"]}))
+    module, res = _module_of(node, health, action="start", launch=launch(), autostart=True, autostart_record=RECORD)
+    assert res["started"] and res["supervisor_gave_up"] == entry
+    assert module.warnings == ["the supervisor gave up at 2026-12-07T21:00:00Z (boot_loop): the last 3 boots each "
+                               "started the server and it did not serve 600 s; this start arms it again"]
+    assert json.loads((tmp / _server.GUARD_NAME).read_text())["unstable_boots"] == []
+    # A running server (action none) keeps its give-up; the deploy says so.
+    (tmp / _server.GUARD_NAME).write_text(json.dumps({"schema_version": 1, "key": "k", "unstable_boots": ["a"]}))
+    module, res = _module_of(node, health, action="none", launch=launch(), autostart=True, autostart_record=RECORD)
+    assert res["supervisor_gave_up"] == entry and "left as it is" in module.warnings[0]
+    assert json.loads((tmp / _server.GUARD_NAME).read_text())["unstable_boots"] == ["a"]
+    # None recorded: no warning.
+    (tmp / "deployments" / "spark-1.json").write_text(json.dumps({"schema_version": 1}))
+    module, res = _module_of(node, health, action="none", launch=launch(), autostart=True, autostart_record=RECORD)
+    assert res["supervisor_gave_up"] is None and not getattr(module, "warnings", [])
+
+
+def test_liveness_defaults_are_the_supervisors():
+    import importlib.util
+    path = pathlib.Path(__file__).resolve().parents[4] / "roles/trtllm_container/files/specdec_supervisor.py"
+    spec = importlib.util.spec_from_file_location("specdec_supervisor", str(path))
+    sup = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sup)
+    assert {k: sup.RECORD_DEFAULTS[k] for k in _server.LIVENESS_FIELDS} == _server.LIVENESS_DEFAULTS
+
+
 @pytest.mark.parametrize("ending", ["\n", ""])
 def test_status_reads_a_state_file_with_or_without_a_final_newline(tmp_path, ending):
     """Server.status runs its real sh look; a state file written without a final newline is still read."""
