@@ -1254,3 +1254,41 @@ def test_unknown_fault_name_fails_the_start(models):
                     env=clean_env(SPARKOPS_STANDIN_FAULTS="drop_everything"))
     assert out.returncode == 1
     assert "SPARKOPS_STANDIN_FAULTS: unknown fault(s) drop_everything" in out.stdout + out.stderr
+
+
+# --------------------------------------------------------------------------
+# runtime faults (the supervisor's lab tests: molecule/single_node/verify_supervisor.yml)
+def test_runtime_faults_by_name_and_pid(capsys):
+    text = "# lab\nwedge_completions 42\nunauthorized\nbogus\n\n"
+    assert sis.runtime_faults(text, 42, 7) == {"wedge_completions", "unauthorized"}
+    assert sis.runtime_faults(text, 43, 42) == {"wedge_completions", "unauthorized"}  # its process group
+    assert sis.runtime_faults(text, 43, 44) == {"unauthorized"}
+    assert "unknown runtime fault 'bogus' ignored" in capsys.readouterr().err
+
+
+def test_runtime_faults_wedge_401_and_crash_on_start(tmp_path, models):
+    if PY is None:
+        pytest.skip("no python3 with yaml (Debian python3-yaml) to run the stand-in")
+    target, _unused = models
+    faults = tmp_path / "faults"
+    port = free_port()
+    srv = Server([PY, str(SERVE), "serve", str(target), "--host", "127.0.0.1", "--port", str(port)], port, tmp_path,
+                 clean_env(SPARKOPS_STANDIN_LOAD_SECONDS="0.2", SPARKOPS_STANDIN_FAULT_FILE=str(faults)))
+    body = {"model": str(target), "messages": [{"role": "user", "content": "ping"}], "max_tokens": 8}
+    try:
+        srv.wait_healthy()
+        assert http_post(srv.port, "/v1/chat/completions", body)[0] == 200
+        faults.write_text("unauthorized\n")
+        assert http_post(srv.port, "/v1/chat/completions", body)[0] == 401
+        faults.write_text("wedge_completions %d\n" % (srv.proc.pid + 99999))  # another process: no fault here
+        assert http_post(srv.port, "/v1/chat/completions", body)[0] == 200
+        faults.write_text("wedge_completions %d\n" % srv.proc.pid)
+        with pytest.raises(Exception):
+            http_post(srv.port, "/v1/chat/completions", body, timeout=2)
+        assert http_get(srv.port, "/health") == (200, b"")  # /health still answers: the shape NVIDIA measured
+    finally:
+        srv.stop()
+    faults.write_text("crash_on_start\n")
+    out = run_serve(["serve", str(target), "--port", str(free_port())],
+                    env=clean_env(SPARKOPS_STANDIN_LOAD_SECONDS="0.2", SPARKOPS_STANDIN_FAULT_FILE=str(faults)))
+    assert out.returncode == 1 and "runtime fault crash_on_start" in out.stderr

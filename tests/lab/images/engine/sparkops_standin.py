@@ -47,6 +47,16 @@ value makes trtllm-serve exit 1.  In both versions:
   NVIDIA/TensorRT-LLM#16377 (gpt-oss + Eagle3: empty ``tool_calls`` and
   ``content``, ``reasoning_content`` set; fine with speculation off).  Unknown
   fault names make trtllm-serve exit 1.
+* runtime faults (lab tests of the supervisor): the file ``SPARKOPS_STANDIN_FAULT_FILE``
+  (default ``/tmp/sparkops-standin-faults`` in the container), read at start and at
+  each request, one fault a line, ``NAME`` (every server process) or ``NAME PID``
+  (only the process, or process group, PID -- e.g. the pid in ``server.pid``):
+  ``wedge_completions`` keeps ``/health`` at 200 but answers no completion (the
+  request hangs, as an engine whose scheduler stopped does: NVIDIA's "Keeping vLLM
+  Up" DGX Spark playbook); ``unauthorized`` answers completions with 401 (a key the
+  server does not accept); ``crash_on_start`` exits 1 before serving (a
+  configuration that kills the engine at every start).  Unknown names are ignored
+  with a warning on stderr (the file is the lab's, not the server's configuration).
 
 Exit status: 0 after a clean shutdown (SIGTERM/SIGINT), 1 for configuration or
 environment errors, 2 for command-line usage errors.
@@ -1233,6 +1243,40 @@ KNOWN_FAULTS = {
 _TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
+RUNTIME_FAULT_FILE_ENV = "SPARKOPS_STANDIN_FAULT_FILE"
+RUNTIME_FAULT_FILE = "/tmp/sparkops-standin-faults"
+RUNTIME_FAULTS = {"wedge_completions", "unauthorized", "crash_on_start"}
+WEDGE_SECONDS = 600.0
+
+
+def runtime_faults(text, pid, pgid):
+    """The runtime faults of the fault file's text that hold for this process (pid, process group pgid)."""
+    held = set()
+    for line in (text or "").splitlines():
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        name = words[0]
+        if name not in RUNTIME_FAULTS:
+            _err(f"{TAG} WARNING: {RUNTIME_FAULT_FILE_ENV}: unknown runtime fault {name!r} ignored; known: "
+                 f"{', '.join(sorted(RUNTIME_FAULTS))}")
+            continue
+        if len(words) > 1 and words[1] not in (str(pid), str(pgid)):
+            continue
+        held.add(name)
+    return held
+
+
+def runtime_faults_now():
+    path = os.environ.get(RUNTIME_FAULT_FILE_ENV) or RUNTIME_FAULT_FILE
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError:
+        return set()
+    return runtime_faults(text, os.getpid(), os.getpgrp())
+
+
 def faults_from_env():
     raw = os.environ.get(FAULTS_ENV, "")
     names = [x.strip() for x in raw.split(",") if x.strip()]
@@ -1458,6 +1502,13 @@ class Handler(BaseHTTPRequestHandler):
             return self._json(405, {"detail": "Method Not Allowed"})
         if path not in self.POST_ROUTES:
             return self._json(404, {"detail": "Not Found"})
+        faults = runtime_faults_now()
+        if "unauthorized" in faults:
+            return self._json(401, {"error": "Unauthorized"})
+        if "wedge_completions" in faults:
+            # A wedged scheduler: the request is accepted and never answered (the client's timeout ends it).
+            time.sleep(WEDGE_SECONDS)
+            return None
         try:
             req = self._body()
             self._check_model(req)
@@ -1714,6 +1765,10 @@ def _tell_workers(world, message):
 
 
 def run_rank0(p, world):
+    if "crash_on_start" in runtime_faults_now():
+        _err(f"{TAG} ERROR: runtime fault crash_on_start ({RUNTIME_FAULT_FILE_ENV}): exiting before serving")
+        _tell_workers(world, {"shutdown": True, "error": "crash_on_start"})
+        return 1
     stop = threading.Event()
     _install_stop_handlers(stop)
     state = ServeState(p, world)
