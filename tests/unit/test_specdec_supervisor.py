@@ -852,7 +852,9 @@ def test_look_restarts_a_wedged_server_once_and_leaves_a_401_alone(node):
 def test_look_gives_up_a_second_wedge_within_the_cooldown_and_writes_why(node):
     _arm_liveness(node)
     st = sup.new_status()
-    fail = lambda url, model, key, timeout: ("failed: HTTP 503", 0.1)  # noqa: E731
+
+    def fail(url, model, key, timeout):
+        return "failed: HTTP 503", 0.1
     for now in (100.0, 110.0):
         decision, st = sup.look(str(node), st, now, POLICY, probe=lambda u, t: True, ask=fail)
     assert decision["action"] == "recycle"
