@@ -42,7 +42,7 @@ import re
 from collections.abc import Mapping
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _layout, _server
-from ansible_collections.sparkops.specdec.plugins.plugin_utils import _toolcall
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _spec_keys, _toolcall
 from ansible_collections.sparkops.specdec.plugins.module_utils._netplan import fabric_addresses
 
 try:  # ansible-core requires packaging; the fallback keeps this module importable alone.
@@ -1302,6 +1302,12 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
         _check_engine(dep, r, errors)
     _check_access(dep, r, errors)
     _check_method_ignores(dep, r, errors)
+    # The user's extra speculative_config keys against the engine version's (plugin_utils/_spec_keys.py); before the
+    # image is read, TensorRT-LLM's version is trtllm_container_trtllm_version's or the image tag's.
+    engine_version = vllm_version if r["engine"] == "vllm" else trtllm_version or image_version(
+        dep.get("image"), override=s.get("trtllm_container_trtllm_version"))[0]
+    errors += _spec_keys.settings_problems(s, r["engine"], engine_version, r["method"], r.get("max_draft_len"),
+                                           VLLM_SPEC_KEYS if r["engine"] == "vllm" else PLAN_OWNED_SPEC_KEYS)
     # The fabric layout (issue 24; module_utils/_layout.py): auto is direct for a pair, none for one Spark.
     layout, line = _layout.resolve_layout(s.get("specdec_layout"), len(dep["members"]),
                                           bool(s.get("specdec_layout_accept_four_node_ring")))
