@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import difflib
 import re
-import unicodedata
 
 try:  # ansible-core requires packaging; the fallback keeps this module importable alone.
     from packaging.version import InvalidVersion, Version
@@ -43,11 +42,11 @@ except ImportError:  # pragma: no cover
     Version = None
     InvalidVersion = ValueError
 
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _text
+
 INT, FLOAT, BOOL, STR, LIST, DICT, ANY = "int", "float", "bool", "str", "list", "dict", "any"
 _TYPE_WORDS = {INT: "an integer", FLOAT: "a number", BOOL: "true or false", STR: "a string", LIST: "a list",
                DICT: "a mapping"}
-# A string value of an extra key: one line of text, at most this long (the text rule of _settings.py).
-MAX_VALUE_LENGTH = 4096
 
 
 def key(kind, low=None, high=None, choices=None, methods=None, since=None, until=None, instead=None):
@@ -180,15 +179,8 @@ def _number(value):
 
 
 def text_problem(value):
-    """The one text rule's problem of a string (a control character, a Unicode format character such as a
-    zero-width space or a bidi mark, longer than MAX_VALUE_LENGTH), else None."""
-    for char in value:
-        if unicodedata.category(char) in ("Cc", "Cf"):
-            return "holds the invisible character U+%04X (%s)" % (ord(char), "a line break" if char in "\r\n" else
-                                                                   unicodedata.name(char, "a control character"))
-    if len(value) > MAX_VALUE_LENGTH:
-        return "is %d characters long, more than %d" % (len(value), MAX_VALUE_LENGTH)
-    return None
+    """The one text rule's problem of a string value or key (plugin_utils/_text.py), else None."""
+    return _text.problem(value)
 
 
 def _type_problem(rule, value):
