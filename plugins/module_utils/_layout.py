@@ -262,9 +262,9 @@ def check_plan(layout, members, settings_of, management):
                                   "(ansible_host); pick fabric subnets off the management network."
                                   % ("ring_subnets" if layout == "ring" else "link_subnets", net, host, maddr, mhost))
     for (one, two), ips in twice.items():
+        copied = " (is the list of %s a copy of %s's?)" % (two, one) if len(ips) == address_count(layout) else ""
         errors.append("netplan_qsfp_addresses: %s and %s would both use %s; give each node its own addresses%s."
-                      % (one, two, _listed(ips), " (is the list of %s a copy of %s's?)" % (two, one)
-                                                   if len(ips) == address_count(layout) else ""))
+                      % (one, two, _listed(ips), copied))
     if len(plan) != len(members) or twice:
         # The cable and subnet checks below would only repeat a duplicated address plan in other words.
         return sorted(set(errors), key=errors.index)

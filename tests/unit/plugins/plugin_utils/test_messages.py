@@ -77,8 +77,9 @@ def test_one_address_moved_to_another_subnet_is_one_line(host, slot, third):
 
 
 def test_a_pairs_copied_list_is_one_line():
-    lists = {"spark-1": ["192.168.100.10/24", "192.168.101.10/24"]}
-    settings_of = lambda h: {"netplan_qsfp_addresses": lists["spark-1"]}  # noqa: E731 (both nodes: one list)
+    def settings_of(host):  # both nodes hold the same list
+        return {"netplan_qsfp_addresses": ["192.168.100.10/24", "192.168.101.10/24"]}
+
     found = _plan.check_fabric(["spark-1", "spark-2"], settings_of, {})
     assert found == ["netplan_qsfp_addresses: spark-1 and spark-2 would both use 192.168.100.10 and 192.168.101.10; "
                      "give each node its own addresses, or drop netplan_qsfp_addresses to use the scheme."]
