@@ -198,7 +198,13 @@ def render_settings(roles, computeds):
            'Every option of every role, as its `meta/argument_specs.yml` declares it (validated when the role starts). '
            'Defaults in backticks are YAML; `null` means the option is unset unless the description says what fills '
            'it (a preset, the inventory); a default in `{{ }}` is a Jinja expression evaluated on the host. '
-           'Durations and sizes are in the units their description names.\n\n']
+           'Durations and sizes are in the units their description names.\n\n',
+           'Every string option (a path, a name, a text, and each string of a list) takes no control character (a '
+           'line break, a tab, ESC) and no invisible format character (a zero-width space, a bidi mark: Unicode '
+           'category Cf); a path (an option whose name ends in _path, _dir, _file, _venv, _archive or _device) is at '
+           'most 4095 bytes in UTF-8, each component at most 255 (Linux PATH_MAX and NAME_MAX), any other string at '
+           'most 4096 characters. `specdec_server_smoke_prompt` and `specdec_benchmark_note` may hold line breaks and '
+           'tabs. Refused by the preflight before any host is contacted (plugins/plugin_utils/_text.py).\n\n']
     for role in roles:
         out.append('- [%s](#%s) (%d options)\n' % (role, role, len(roles[role])))
     for role, options in roles.items():

@@ -242,6 +242,7 @@ def check_plan(layout, members, settings_of, management):
         except ValueError:
             continue  # the per-setting check names the bad address
     seen = {}
+    twice = {}  # (host, host) -> the addresses both would use: one line per pair (a copied list is one mistake)
     for host, ifaces in plan.items():
         for iface in ifaces:
             net = iface.network
@@ -249,8 +250,7 @@ def check_plan(layout, members, settings_of, management):
                 errors.append("netplan_qsfp_addresses: %s gets %s, not a host address of %s; use a larger subnet or "
                               "another offset." % (host, iface.ip, net))
             if seen.get(iface.ip, host) != host:
-                errors.append("netplan_qsfp_addresses: %s and %s would both use %s; give each node its own addresses."
-                              % (seen[iface.ip], host, iface.ip))
+                twice.setdefault((seen[iface.ip], host), []).append(str(iface.ip))
             seen[iface.ip] = host
             for mhost, maddr in (management or {}).items():
                 try:
@@ -261,25 +261,33 @@ def check_plan(layout, members, settings_of, management):
                     errors.append("netplan_qsfp_%s: fabric subnet %s of %s contains the management address %s of %s "
                                   "(ansible_host); pick fabric subnets off the management network."
                                   % ("ring_subnets" if layout == "ring" else "link_subnets", net, host, maddr, mhost))
-    if len(plan) != len(members):
+    for (one, two), ips in twice.items():
+        copied = " (is the list of %s a copy of %s's?)" % (two, one) if len(ips) == address_count(layout) else ""
+        errors.append("netplan_qsfp_addresses: %s and %s would both use %s; give each node its own addresses%s."
+                      % (one, two, _listed(ips), copied))
+    if len(plan) != len(members) or twice:
+        # The cable and subnet checks below would only repeat a duplicated address plan in other words.
         return sorted(set(errors), key=errors.index)
     if layout == "ring":
         count = len(members)
-        cable_nets = {}
+        cable_nets, parted = {}, {}
         for index, host in enumerate(members):
             for slot, netdev in enumerate(RING_NETDEVS):
                 peer, peer_dev = ring_peer(index, count, netdev)
                 mine, theirs = plan[host][slot], plan[members[peer]][RING_NETDEVS.index(peer_dev)]
-                if mine.network != theirs.network:
-                    errors.append("netplan_qsfp_addresses: the cable %s %s -- %s %s has %s and %s, not one subnet; "
-                                  "give both ends addresses in one subnet, or drop netplan_qsfp_addresses to use the "
-                                  "runbook's plan." % (host, netdev, members[peer], peer_dev, mine, theirs))
                 key = tuple(sorted([(index, netdev), (peer, peer_dev)]))
+                if mine.network != theirs.network and key not in parted:  # each cable once, from either end
+                    parted[key] = "%s %s (%s) -- %s %s (%s)" % (host, netdev, mine, members[peer], peer_dev, theirs)
                 cable_nets.setdefault(mine.network, set()).add(key)
-        for net, links in cable_nets.items():
-            if len(links) > 1:
-                errors.append("netplan_qsfp_ring_subnets: %s is used by %d links of the ring; each logical link of "
-                              "each cable needs its own subnet (six for three Sparks)." % (net, len(links)))
+        if parted:
+            errors.append("netplan_qsfp_addresses: %d logical link(s) of the ring have their two ends in different "
+                          "subnets: %s; give both ends of each link addresses in one subnet, or drop "
+                          "netplan_qsfp_addresses to use the runbook's plan." % (len(parted), _listed(parted.values())))
+        shared = ["%s (%d links)" % (net, len(links)) for net, links in cable_nets.items() if len(links) > 1]
+        if shared and not parted:  # parted ends put two links in one subnet: the line above is the cause
+            errors.append("netplan_qsfp_ring_subnets: %s %s used by more than one link of the ring; each logical link "
+                          "of each cable needs its own subnet (six for three Sparks)."
+                          % (_listed(shared), "is" if len(shared) == 1 else "are"))
     elif layout == "switch":
         first = members[0]
         for host in members[1:]:
@@ -294,6 +302,14 @@ def check_plan(layout, members, settings_of, management):
                           "requires different subnets (e.g. 192.168.100.0/24 and 192.168.101.0/24)."
                           % plan[first][0].network)
     return sorted(set(errors), key=errors.index)
+
+
+def _listed(items, most=3):
+    """``a, b and c`` (at most ``most`` items, then ``and N more``)."""
+    items = list(items)
+    if len(items) > most:
+        return "%s and %d more" % (", ".join(items[:most]), len(items) - most)
+    return items[0] if len(items) == 1 else "%s and %s" % (", ".join(items[:-1]), items[-1])
 
 
 # ---------------------------------------------------------------------------- cabling from link state

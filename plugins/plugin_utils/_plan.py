@@ -42,7 +42,7 @@ import re
 from collections.abc import Mapping
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _layout, _server
-from ansible_collections.sparkops.specdec.plugins.plugin_utils import _toolcall
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _spec_keys, _toolcall
 from ansible_collections.sparkops.specdec.plugins.module_utils._netplan import fabric_addresses
 
 try:  # ansible-core requires packaging; the fallback keeps this module importable alone.
@@ -431,6 +431,11 @@ def _set_path(data, path, value):
 _is_int = _server.is_int
 
 
+def said(value):
+    """A value in a problem line: "not set" for a missing one, never a Python repr of None; else its repr."""
+    return "not set" if value is None or value == "" else repr(value)
+
+
 # specdec_server_target_revision / specdec_server_draft_revision when not set (the role's default).
 DEFAULT_REVISION = "main"
 
@@ -650,11 +655,11 @@ def _check_engine(dep, r, errors):
                           method, " (draft-mtp drafts with the MTP layers in the target GGUF)"
                           if method == "mtp" else ""))
     if not _is_int(r.get("ctx_size"), 0) or int(str(r.get("ctx_size"))) > 1048576:
-        errors.append("specdec_server_ctx_size: %r is not a context size; set an integer of tokens (0 = the model's "
-                      "own), e.g. 4096." % (r.get("ctx_size"),))
+        errors.append("specdec_server_ctx_size: %s is not a context size; set an integer of tokens (0 = the model's "
+                      "own), e.g. 4096." % (said(r.get("ctx_size")),))
     if r.get("threads") is not None and (not _is_int(r["threads"], 1) or int(str(r["threads"])) > 1024):
-        errors.append("specdec_server_threads: %r is not a thread count; set an integer >= 1 (e.g. the node's CPU "
-                      "cores), or null for llama.cpp's default." % (r["threads"],))
+        errors.append("specdec_server_threads: %s is not a thread count; set an integer >= 1 (e.g. the node's CPU "
+                      "cores), or null for llama.cpp's default." % (said(r["threads"]),))
 
 
 GPUS_PER_NODE = 1  # a DGX Spark has one GPU (GB10)
@@ -676,8 +681,8 @@ def _check_vllm(dep, r, errors):
     tp, pp = r.get("tp_size"), r.get("pp_size") if r.get("pp_size") is not None else 1
     for name, value in (("tp_size", tp), ("pp_size", pp)):
         if not _is_int(value, 1):
-            errors.append("specdec_server_%s: %r is not a positive integer; set it so that tp_size x pp_size is the "
-                          "number of GPUs of the deployment (%d)." % (name, value, len(members) * GPUS_PER_NODE))
+            errors.append("specdec_server_%s: %s is not a positive integer; set it so that tp_size x pp_size is the "
+                          "number of GPUs of the deployment (%d)." % (name, said(value), len(members) * GPUS_PER_NODE))
     if _is_int(tp, 1) and _is_int(pp, 1) and int(str(tp)) * int(str(pp)) != len(members) * GPUS_PER_NODE:
         errors.append("specdec_server_tp_size: tp_size %s x pp_size %s = %d GPUs, but deployment %s has %d node(s) x %d "
                       "GPU; set tp_size x pp_size to %d (e.g. specdec_server_tp_size: %d)."
@@ -685,8 +690,8 @@ def _check_vllm(dep, r, errors):
                          len(members) * GPUS_PER_NODE, len(members) * GPUS_PER_NODE))
     dtp = r.get("draft_tp_size")
     if dtp is not None and (not _is_int(dtp, 1) or (_is_int(tp, 1) and int(str(dtp)) not in (1, int(str(tp))))):
-        errors.append("specdec_server_draft_tp_size: %r; vLLM takes 1 or the target's tensor parallel size (%s) as "
-                      "draft_tensor_parallel_size; set one of them, or null." % (dtp, tp))
+        errors.append("specdec_server_draft_tp_size: %s; vLLM takes 1 or the target's tensor parallel size (%s) as "
+                      "draft_tensor_parallel_size; set one of them, or null." % (said(dtp), tp))
     if dtp is not None and r["method"] not in DRAFT_METHODS:
         if _set(s.get("specdec_server_draft_tp_size")):
             errors.append("specdec_server_draft_tp_size: method %s has no draft model; remove it, or set "
@@ -698,11 +703,11 @@ def _check_vllm(dep, r, errors):
         except (TypeError, ValueError):
             ok = False
         if not ok:
-            errors.append("specdec_server_gpu_memory_utilization: %r is out of range; set a number in (0, 1] (NVIDIA's "
-                          "vLLM runbooks use 0.4 to 0.7 on a Spark's unified memory)." % (frac,))
+            errors.append("specdec_server_gpu_memory_utilization: %s is out of range; set a number in (0, 1] (NVIDIA's "
+                          "vLLM runbooks use 0.4 to 0.7 on a Spark's unified memory)." % (said(frac),))
     if r.get("max_model_len") is not None and not _is_int(r["max_model_len"], 1):
-        errors.append("specdec_server_max_model_len: %r is not a token count; set an integer >= 1, or null for the "
-                      "model's own." % (r["max_model_len"],))
+        errors.append("specdec_server_max_model_len: %s is not a token count; set an integer >= 1, or null for the "
+                      "model's own." % (said(r["max_model_len"]),))
     user = s.get("specdec_server_speculative_config") or {}
     if not isinstance(user, dict):
         errors.append("specdec_server_speculative_config: must be a mapping of --speculative-config keys, e.g. "
@@ -720,8 +725,8 @@ def vllm_method_problem(method, version, image):
     parsed = parse_version(version)
     since, source = VLLM_METHOD_SINCE[method]
     if parsed is None:
-        return ("trtllm_container_image: cannot read the vLLM version of %s (%r); use an image with the vllm "
-                "package (vllm/vllm-openai, nvcr.io/nvidia/vllm)." % (image, version))
+        return ("trtllm_container_image: cannot read the vLLM version of %s (%s); use an image with the vllm "
+                "package (vllm/vllm-openai, nvcr.io/nvidia/vllm)." % (image, said(version)))
     if parsed < parse_version(since):
         return ("specdec_server_method: %s (vLLM method %s) is not known to vLLM %s of %s (first verified in %s, %s); "
                 "use an image with vLLM >= %s, or another method." % (method, VLLM_METHOD[method], version, image,
@@ -914,20 +919,25 @@ def _check_fields(dep, r, errors):
         errors.append("specdec_server_target_model: '%s' is not a Hugging Face model id; write it as org/name "
                       "(e.g. openai/gpt-oss-120b)." % r["target_model"])
     if r["method"] in DRAFT_METHODS:
-        if not isinstance(r["draft_model"], str) or not HF_ID.match(r["draft_model"]):
+        if r["draft_model"] in (None, ""):
+            errors.append("specdec_server_draft_model: not set, but specdec_server_method %s drafts with a draft model "
+                          "(preset %s has none); set specdec_server_draft_model to its Hugging Face id (org/name), or "
+                          "set specdec_server_method to %s." % (r["method"], dep.get("preset_name"), " or ".join(
+                              m for m in ENGINE_METHODS.get(r["engine"], METHODS) if m not in DRAFT_METHODS)))
+        elif not isinstance(r["draft_model"], str) or not HF_ID.match(r["draft_model"]):
             errors.append("specdec_server_draft_model: '%s' is not a Hugging Face model id; %s needs a draft written as "
                           "org/name, or set specdec_server_method: none." % (r["draft_model"], r["method"]))
     if r["method"] in METHODS and r["method"] != "none":
         if not _is_int(r["max_draft_len"], 1) or int(str(r["max_draft_len"])) > 32:
-            errors.append("specdec_server_max_draft_len: %r is out of range; set an integer from 1 to 32 "
-                          "(the runbook uses 3 to 5)." % (r["max_draft_len"],))
+            errors.append("specdec_server_max_draft_len: %s is out of range; set an integer from 1 to 32 "
+                          "(the runbook uses 3 to 5)." % (said(r["max_draft_len"]),))
     if r["engine"] == "llamacpp" and len(members) > 1:
         pass  # one line about the engine (_check_engine), not a TP size to fix
     elif r["engine"] == "vllm":
         pass  # tp_size x pp_size against the nodes (_check_vllm)
     elif not _is_int(r["tp_size"], 1):
-        errors.append("specdec_server_tp_size: %r is not a positive integer; set it to the number of Sparks "
-                      "of the deployment (%d)." % (r["tp_size"], len(members)))
+        errors.append("specdec_server_tp_size: %s is not a positive integer; set it to the number of Sparks "
+                      "of the deployment (%d)." % (said(r["tp_size"]), len(members)))
     elif _is_int(s.get("specdec_server_pp_size"), 2):
         # Pipeline parallel (issue 24): tp_size x pp_size ranks, one GPU per Spark.
         line = _layout.parallel_problem(r["tp_size"], s["specdec_server_pp_size"], len(members), dep["id"])
@@ -939,13 +949,13 @@ def _check_fields(dep, r, errors):
                          "use playbooks/two_sparks.yml with two Sparks" if int(str(r["tp_size"])) > len(members)
                          else "use playbooks/single_spark.yml for one Spark"))
     if not _is_int(r["port"], 1) or int(str(r["port"])) > 65535:
-        errors.append("specdec_server_port: %r is not a TCP port; set 1-65535." % (r["port"],))
+        errors.append("specdec_server_port: %s is not a TCP port; set 1-65535." % (said(r["port"]),))
     elif int(str(r["port"])) == int(str(s.get("specdec_container_ssh_port") or 2233)):
         errors.append("specdec_server_port: %s is also specdec_container_ssh_port (the container's sshd on the host "
                       "network); give the server another port." % r["port"])
     for field in ("max_batch_size", "max_num_tokens"):
         if r[field] is not None and not _is_int(r[field], 1):
-            errors.append("specdec_server_%s: %r must be an integer >= 1, or null for the preset's." % (field, r[field]))
+            errors.append("specdec_server_%s: %s must be an integer >= 1, or null for the preset's." % (field, said(r[field])))
     frac = r["kv_cache_free_gpu_memory_fraction"]
     if frac is not None:
         try:
@@ -953,8 +963,8 @@ def _check_fields(dep, r, errors):
         except (TypeError, ValueError):
             ok = False
         if not ok:
-            errors.append("specdec_server_kv_cache_free_gpu_memory_fraction: %r is out of range; set a number in (0, 1] "
-                          "(the runbook uses 0.9)." % (frac,))
+            errors.append("specdec_server_kv_cache_free_gpu_memory_fraction: %s is out of range; set a number in (0, 1] "
+                          "(the runbook uses 0.9)." % (said(frac),))
     if dep["head"] not in members:
         errors.append("specdec_head_host: '%s' is not a node of deployment %s (%s); name one of them."
                       % (dep["head"], dep["id"], ", ".join(members)))
@@ -1302,6 +1312,12 @@ def build_plan(dep, trtllm_version=None, version_source=None, commits=None, imag
         _check_engine(dep, r, errors)
     _check_access(dep, r, errors)
     _check_method_ignores(dep, r, errors)
+    # The user's extra speculative_config keys against the engine version's (plugin_utils/_spec_keys.py); before the
+    # image is read, TensorRT-LLM's version is trtllm_container_trtllm_version's or the image tag's.
+    engine_version = vllm_version if r["engine"] == "vllm" else trtllm_version or image_version(
+        dep.get("image"), override=s.get("trtllm_container_trtllm_version"))[0]
+    errors += _spec_keys.settings_problems(s, r["engine"], engine_version, r["method"], r.get("max_draft_len"),
+                                           VLLM_SPEC_KEYS if r["engine"] == "vllm" else PLAN_OWNED_SPEC_KEYS)
     # The fabric layout (issue 24; module_utils/_layout.py): auto is direct for a pair, none for one Spark.
     layout, line = _layout.resolve_layout(s.get("specdec_layout"), len(dep["members"]),
                                           bool(s.get("specdec_layout_accept_four_node_ring")))
@@ -1583,11 +1599,17 @@ def check_fabric(members, settings_of, management):
     A ring or a switch (specdec_layout) is checked by its own plan (module_utils/_layout.check_plan)."""
     import ipaddress
 
-    layout = settings_of(members[0]).get("specdec_layout") if members else None
+    first = settings_of(members[0]) if members else {}
+    # The layout rule first: the address plan of a layout the deployment cannot have is not checked (a ring of two
+    # Sparks is one line, "a ring needs three Sparks", not its subnets).
+    layout, line = _layout.resolve_layout(first.get("specdec_layout"), len(members),
+                                          bool(first.get("specdec_layout_accept_four_node_ring")))
+    if line:
+        return [line]
     if layout in ("ring", "switch"):
         return _layout.check_plan(layout, members, settings_of, management)
     errors = []
-    seen = {}
+    seen, twice = {}, {}
     for index, host in enumerate(members):
         addrs, err = fabric_addresses(settings_of(host), index, len(members))
         if err:
@@ -1601,8 +1623,7 @@ def check_fabric(members, settings_of, management):
                 errors.append("netplan_qsfp_host_offset: %s gets %s, not a host address of %s; lower the offset or "
                               "use a larger subnet." % (host, iface.ip, iface.network))
             if seen.get(str(iface.ip), host) != host:
-                errors.append("netplan_qsfp_addresses: %s and %s would both use %s; give each node its own addresses, "
-                              "or drop netplan_qsfp_addresses to use the scheme." % (seen[str(iface.ip)], host, iface.ip))
+                twice.setdefault((seen[str(iface.ip)], host), []).append(str(iface.ip))
             seen[str(iface.ip)] = host
             for mhost, maddr in management.items():
                 try:
@@ -1612,7 +1633,11 @@ def check_fabric(members, settings_of, management):
                                       % (iface.network, host, maddr, mhost))
                 except ValueError:
                     pass
-    errors += check_links(members, settings_of)
+    # One line per pair of nodes (a list copied from one node to the other is one mistake), and then no link check.
+    for (one, two), ips in twice.items():
+        errors.append("netplan_qsfp_addresses: %s and %s would both use %s; give each node its own addresses, or drop "
+                      "netplan_qsfp_addresses to use the scheme." % (one, two, " and ".join(ips)))
+    errors += [] if twice else check_links(members, settings_of)
     return sorted(set(errors), key=errors.index)
 
 

@@ -39,7 +39,7 @@ import os
 import re
 
 from ansible_collections.sparkops.specdec.plugins.module_utils import _container, _firewall
-from ansible_collections.sparkops.specdec.plugins.plugin_utils import _fleet
+from ansible_collections.sparkops.specdec.plugins.plugin_utils import _fleet, _text
 
 COLLECTION = 'sparkops.specdec'
 
@@ -718,11 +718,11 @@ def _shm_size(value, shown):
     return ['%s is not a size; set e.g. 16g, or "" for Docker\'s default.' % shown]
 
 
-# Linux interface names: 1-15 bytes, no "/", ":" or white space, not "." or "..".
+# Linux interface names as net/core/dev.c dev_valid_name() takes them: 1-15 bytes, no "/", ":" or white space, not
+# "." or ".." (plugin_utils/_text.py).
 def _ifname(value, shown):
-    if re.fullmatch(r'[^/:\s]{1,15}', value) and value not in ('.', '..'):
-        return []
-    return ['%s is not a network interface name; use e.g. enp1s0f1np1.' % shown]
+    why = _text.ifname_problem(value)
+    return ['%s is not a network interface name (it %s); use e.g. enp1s0f1np1.' % (shown, why)] if why else []
 
 
 def _roce_device(value, shown):
@@ -1496,6 +1496,9 @@ def _cross_management(effective, context):
 
 def _apply_bound(name, value, given, spec=None):
     """The problems of a value of the right type (the spec's), shown as the user gave it."""
+    text = _text_rule(name, value, spec)
+    if text:
+        return text  # one root cause, one line: the shape rules below would only repeat it
     rule = BOUNDS.get(name)
     if rule is None or value is None:
         return []
@@ -1505,6 +1508,23 @@ def _apply_bound(name, value, given, spec=None):
         # The spec gave the option another type than the rule expects (a spec change): the type
         # check above has passed, and tests/unit/test_option_coverage.py reports the mismatch.
         return []
+
+
+def _text_rule(name, value, spec):
+    """The one text rule (plugin_utils/_text.py) on a string setting, or each string of a list: no control or format
+    character, at most the length bound (paths in bytes). Secrets have their own rules, which never show the value."""
+    if _secret(name, spec):
+        return []
+    kind = 'path' if (spec or {}).get('type') == 'path' or (spec or {}).get('elements') == 'path' or name.endswith(
+        ('_path', '_dir', '_file', '_venv', '_archive', '_device')) else 'text'
+    allow = '\n\t' if name in _text.PROSE else ''
+    if isinstance(value, str):
+        why = _text.problem(value, kind, allow)
+        return ['%s %s.' % (_fmt(value), why)] if why else []
+    if isinstance(value, (list, tuple)):
+        return ['item %d of the list: %s %s.' % (index, _fmt(item), why) for index, item in enumerate(value, 1)
+                if isinstance(item, str) for why in [_text.problem(item, kind, allow)] if why][:1]
+    return []
 
 
 def renamed(settings: dict) -> tuple[dict, list[str], list[str]]:

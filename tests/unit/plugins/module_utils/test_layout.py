@@ -87,8 +87,10 @@ def test_per_node_override_and_its_cable_check():
     assert _layout.check_plan('ring', THREE, lambda h: dict(subnets, **good.get(h, {})), {}) == []
     bad = {'s2': {'netplan_qsfp_addresses': ['10.9.4.1/24', '10.9.5.1/24', '10.9.7.2/24', '10.9.1.2/24']}}
     errors = _layout.check_plan('ring', THREE, lambda h: dict(subnets, **bad.get(h, {})), {})
-    assert any('the cable s1 enp1s0f0np0 -- s2 enp1s0f1np1 has 10.9.0.1/24 and 10.9.7.2/24, not one subnet' in e
-               for e in errors), errors
+    # One line for the one parted link (seen from both of its ends, as it was reported before issue 38).
+    assert errors == ['netplan_qsfp_addresses: 1 logical link(s) of the ring have their two ends in different subnets: '
+                      's1 enp1s0f0np0 (10.9.0.1/24) -- s2 enp1s0f1np1 (10.9.7.2/24); give both ends of each link '
+                      'addresses in one subnet, or drop netplan_qsfp_addresses to use the runbook\'s plan.'], errors
     three = {'s1': {'netplan_qsfp_addresses': ['10.9.0.1/24', '10.9.1.1/24']}}
     errors = _layout.check_plan('ring', THREE, lambda h: dict(subnets, **three.get(h, {})), {})
     assert errors == ['netplan_qsfp_addresses: s1 has 2 address(es), a ring node needs 4 (enp1s0f0np0, enP2p1s0f0np0, '

@@ -89,10 +89,15 @@ def test_method_none_has_no_speculative_config():
 
 def test_user_speculative_config_deep_merged_under_plan_keys():
     built = plan(draft_target(specdec_server_method="ngram", specdec_server_speculative_config={
-        "prompt_lookup_max": 4, "prompt_lookup_min": 2, "nested": {"a": 1}}))
+        "prompt_lookup_max": 4, "prompt_lookup_min": 2, "rejection_sample_method": "standard"}))
     assert built["errors"] == []
     assert spec_json(built["plan"]["argv"]) == {"method": "ngram", "num_speculative_tokens": 4,
-                                                "prompt_lookup_max": 4, "prompt_lookup_min": 2, "nested": {"a": 1}}
+                                                "prompt_lookup_max": 4, "prompt_lookup_min": 2,
+                                                "rejection_sample_method": "standard"}
+    # A nested mapping (the draft's load config) is merged as given.
+    built = plan(draft_target(specdec_server_speculative_config={"draft_load_config": {"load_format": "auto"}}))
+    assert built["errors"] == []
+    assert spec_json(built["plan"]["argv"])["draft_load_config"] == {"load_format": "auto"}
 
 
 def test_presets_extra_key_stays_beside_the_users_with_the_presets_target():
